@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything pagellm needs on a fresh Debian 12 machine and builds it.
+#   bash scripts/setup.sh            # packages + npm references + Release build in build/
+# Idempotent: re-running only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  clang-14 libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev libopenblas-dev
+  libpcre2-dev libutf8proc-dev libxxhash-dev
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev libboost-dev
+  nodejs npm
+  python3 python3-numpy python3-torch
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Test-time references from npm, pinned, in a git-ignored folder (.refs/).
+bash scripts/install-refs.sh
+
+# Build.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)"
+echo "setup: built build/pagellm"

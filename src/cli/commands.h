@@ -1,0 +1,26 @@
+// Registration of pagellm's subcommands. Each Register*Command adds one subcommand
+// whose callback runs the work and records the process exit code with SetExitCode.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "common/status.h"
+
+namespace pagellm::cli {
+
+void RegisterAllCommands(CLI::App& app);
+
+void RegisterGenerateCommand(CLI::App& app);        // generate_command.cc
+void RegisterTokenizeCommands(CLI::App& app);       // tokenize_command.cc: tokenize, detokenize
+void RegisterMakeDummyModelCommand(CLI::App& app);  // make_dummy_model_command.cc
+void RegisterChatTemplateCommand(CLI::App& app);    // chat_template_command.cc: render-chat-template
+
+// Exit code of the subcommand that ran (0 if none failed).
+int ExitCode();
+void SetExitCode(int code);
+
+// Prints "error: <message>" to stderr and sets exit code 1 if `status` is not OK.
+// Returns status.ok().
+bool ReportStatus(const Status& status);
+
+}  // namespace pagellm::cli

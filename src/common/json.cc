@@ -1,0 +1,27 @@
+#include "common/json.h"
+
+#include <fmt/format.h>
+#include "common/mapped_file.h"
+
+namespace pagellm {
+
+StatusOr<Json> ParseJson(std::string_view text, std::string_view what) {
+  Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    // Re-parse with exceptions only to recover nlohmann's position message.
+    try {
+      (void)Json::parse(text);
+    } catch (const Json::parse_error& e) {
+      return InvalidArgumentError(fmt::format("invalid JSON in {}: {}", what, e.what()));
+    }
+    return InvalidArgumentError(fmt::format("invalid JSON in {}", what));
+  }
+  return parsed;
+}
+
+StatusOr<Json> ReadJsonFile(const std::string& path) {
+  PAGELLM_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  return ParseJson(text, path);
+}
+
+}  // namespace pagellm

@@ -1,0 +1,21 @@
+// JSON parsing helpers over nlohmann::json for config files and API bodies.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace pagellm {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+// Parses `text`; errors name `what` (a file name or "request body") and the offset.
+StatusOr<Json> ParseJson(std::string_view text, std::string_view what);
+
+// Reads and parses a JSON file.
+StatusOr<Json> ReadJsonFile(const std::string& path);
+
+}  // namespace pagellm

@@ -1,0 +1,69 @@
+#include "tensor/dtype.h"
+
+#include <algorithm>
+#include <string>
+#include <fmt/format.h>
+
+namespace pagellm {
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+    case DType::kI8: return 1;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+    case DType::kU8: return 1;
+  }
+  return 0;
+}
+
+std::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kI8: return "i8";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+    case DType::kU8: return "u8";
+  }
+  return "?";
+}
+
+StatusOr<DType> DTypeFromSafetensors(std::string_view name) {
+  if (name == "F32") return DType::kF32;
+  if (name == "F16") return DType::kF16;
+  if (name == "BF16") return DType::kBF16;
+  if (name == "I8") return DType::kI8;
+  if (name == "I32") return DType::kI32;
+  if (name == "I64") return DType::kI64;
+  if (name == "U8") return DType::kU8;
+  return InvalidArgumentError(fmt::format("unsupported safetensors dtype '{}'", name));
+}
+
+std::string_view DTypeToSafetensors(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "F32";
+    case DType::kF16: return "F16";
+    case DType::kBF16: return "BF16";
+    case DType::kI8: return "I8";
+    case DType::kI32: return "I32";
+    case DType::kI64: return "I64";
+    case DType::kU8: return "U8";
+  }
+  return "?";
+}
+
+StatusOr<DType> DTypeFromUserName(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "float32" || lower == "f32" || lower == "fp32" || lower == "float") return DType::kF32;
+  if (lower == "float16" || lower == "f16" || lower == "fp16" || lower == "half") return DType::kF16;
+  if (lower == "bfloat16" || lower == "bf16") return DType::kBF16;
+  return InvalidArgumentError(
+      fmt::format("unknown dtype '{}' (expected float32, float16 or bfloat16)", name));
+}
+
+}  // namespace pagellm
