@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""Golden test: pagellm's logits and greedy tokens against qwen_reference.py.
+
+For each case it makes a dummy checkpoint with `pagellm make-dummy-model`, optionally
+edits config.json (RoPE scaling variants), then compares on several prompts:
+  * logits at every prompt position: max |Δ| relative to the logit scale, and top-1
+    agreement wherever the reference's top-1/top-2 margin exceeds the noise floor;
+  * N greedy tokens from `pagellm generate` against the reference's greedy decode.
+Tolerances are stated below; the measured numbers are printed for the record.
+
+  compare_with_reference.py PAGELLM_BIN WORK_DIR [--cases qwen3-tiny,qwen2-tiny]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(HERE, "qwen_reference.py")
+
+# (name, preset, dtype, config edits)
+CASES = {
+    "qwen3-tiny-bf16": ("qwen3-tiny", "bf16", {}),
+    "qwen3-tiny-f32": ("qwen3-tiny", "f32", {}),
+    "qwen2-tiny-bf16": ("qwen2-tiny", "bf16", {}),
+    "qwen2-tiny-f16": ("qwen2-tiny", "f16", {}),
+    "qwen3-tiny-yarn": ("qwen3-tiny", "bf16",
+                        {"rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                          "original_max_position_embeddings": 64}}),
+    "qwen2-tiny-linear": ("qwen2-tiny", "bf16", {"rope_scaling": {"type": "linear", "factor": 2.0}}),
+    "qwen3-tiny-dynamic": ("qwen3-tiny", "bf16",
+                           {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}),
+}
+
+# Max |Δlogit| / max|logit| allowed, by weight dtype. The reference is float64 on the
+# same (exactly upcast) weights. f32 checkpoints run fp32 end to end with an f32 KV
+# cache, so only summation order differs. bf16/f16 checkpoints run with a bf16 KV cache
+# and may round activations to bf16 for the matmul (as llama.cpp and vLLM do), which
+# costs ~1e-3 of the logit scale; real math errors (a wrong RoPE pairing, a missing
+# norm) show up at 1e-1 and above.
+MAX_REL_ERR = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2}
+GREEDY_TOKENS = 32
+
+
+def run(cmd, **kw):
+    res = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if res.returncode != 0:
+        sys.exit(f"command failed: {' '.join(cmd)}\n{res.stderr}")
+    return res.stdout
+
+
+def prompts(vocab):
+    rng = np.random.default_rng(1234)
+    return [
+        [151644, 872, 198, 9707, 11, 1879, 0, 151645, 198],  # a chat-like prompt
+        [int(t) for t in rng.integers(0, 151643, size=7)],
+        [int(t) for t in rng.integers(0, 151643, size=300)],  # long: RoPE at large positions
+        [42],
+    ]
+
+
+def check_case(pagellm, work, name, preset, dtype, edits):
+    model = os.path.join(work, name)
+    if not os.path.exists(os.path.join(model, "config.json")):
+        run([pagellm, "make-dummy-model", "--preset", preset, "--dtype", dtype, "--out", model, "--seed", "7"])
+        if edits:
+            cfg = json.load(open(os.path.join(model, "config.json")))
+            cfg.update(edits)
+            json.dump(cfg, open(os.path.join(model, "config.json"), "w"), indent=2)
+    failures = []
+    for i, ids in enumerate(prompts(None)):
+        ids_arg = ",".join(map(str, ids))
+        ours_path = os.path.join(work, f"{name}-{i}-ours.npy")
+        ref_path = os.path.join(work, f"{name}-{i}-ref.npy")
+        kv_dtype = "float32" if dtype == "f32" else "auto"
+        run([pagellm, "logits", "--model", model, "--prompt-ids", ids_arg, "--out", ours_path,
+             "--kv-cache-dtype", kv_dtype])
+        greedy_n = GREEDY_TOKENS if len(ids) < 100 else 0
+        ref = json.loads(run([REFERENCE, model, "--ids", ids_arg, "--out", ref_path, "--greedy", str(greedy_n)]))
+        ours, theirs = np.load(ours_path).astype(np.float64), np.load(ref_path)
+        if ours.shape != theirs.shape:
+            failures.append(f"{name}#{i}: shape {ours.shape} vs {theirs.shape}")
+            continue
+        scale = np.abs(theirs).max()
+        rel = np.abs(ours - theirs).max() / scale
+        top2 = np.sort(theirs, axis=1)[:, -2:]
+        margin = top2[:, 1] - top2[:, 0]
+        decisive = margin > 50 * rel * scale + 1e-6
+        agree = (ours.argmax(1) == theirs.argmax(1))
+        print(f"{name} prompt#{i} T={len(ids)}: max|Δ|/scale={rel:.2e} logit-scale={scale:.1f} "
+              f"median-margin={np.median(margin):.2f} top1-agree={agree.mean():.3f}")
+        if rel > MAX_REL_ERR[dtype]:
+            failures.append(f"{name}#{i}: max relative logit error {rel:.2e} > {MAX_REL_ERR[dtype]}")
+        if not agree[decisive].all():
+            failures.append(f"{name}#{i}: top-1 differs at positions {np.where(~agree & decisive)[0][:10]}")
+        if greedy_n:
+            out = json.loads(run([pagellm, "generate", "--model", model, "--prompt-ids", ids_arg,
+                                  "--temperature", "0", "--ignore-eos", "--max-tokens", str(greedy_n),
+                                  "--output-format", "json"]))
+            if out["token_ids"] != ref["greedy"]:
+                failures.append(f"{name}#{i}: greedy differs\n  ours {out['token_ids']}\n  ref  {ref['greedy']}")
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("pagellm")
+    ap.add_argument("work")
+    ap.add_argument("--cases", default=",".join(CASES))
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    failures = []
+    for name in args.cases.split(","):
+        failures += check_case(args.pagellm, args.work, name, *CASES[name])
+    for f in failures:
+        print("FAIL", f)
+    print(f"golden: {len(args.cases.split(','))} cases, {len(failures)} failures")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

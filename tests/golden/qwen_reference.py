@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""Independent reference forward pass for Qwen2/Qwen2.5/Qwen3 checkpoints.
+
+Written from the published equations (docs: qwen-architectures.md §2-3), in PyTorch,
+in float64 so that it is the "truth" our fp32-accumulating engine is measured against.
+It shares no code with pagellm: it parses config.json and safetensors itself.
+
+  qwen_reference.py MODEL_DIR --ids 1,2,3 [--greedy N] --out logits.npy
+
+prints JSON {"greedy": [...]} when --greedy is given; writes [T, V] float64 logits.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        base = 8 + n
+        out = {}
+        data = np.memmap(path, dtype=np.uint8, mode="r")
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            a, b = info["data_offsets"]
+            raw = np.asarray(data[base + a: base + b])
+            arr = raw.view(DTYPES[info["dtype"]]).reshape(info["shape"])
+            if info["dtype"] == "BF16":
+                arr = (arr.astype(np.uint32) << 16).view(np.float32)
+            out[name] = torch.from_numpy(arr.astype(np.float64))
+        return out
+
+
+def load_weights(model_dir):
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.exists(index):
+        files = sorted(set(json.load(open(index))["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    w = {}
+    for f in files:
+        w.update(read_safetensors(os.path.join(model_dir, f)))
+    return w
+
+
+def inv_freq_and_scale(cfg, rot):
+    theta = cfg.get("rope_theta", 10000.0)
+    inv = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))
+    rs = cfg.get("rope_scaling") or {}
+    kind = rs.get("rope_type", rs.get("type", "default"))
+    scale = 1.0
+    if kind == "linear":
+        inv = inv / rs["factor"]
+    elif kind == "dynamic":
+        # vLLM's static form: base' computed at L = orig * factor, used at all lengths.
+        factor = rs["factor"]
+        orig = rs.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+        L = orig * factor
+        base = theta * ((factor * L / orig) - (factor - 1)) ** (rot / (rot - 2))
+        inv = 1.0 / (base ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))
+    elif kind == "yarn":
+        factor = rs["factor"]
+        orig = rs.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+        beta_fast, beta_slow = rs.get("beta_fast", 32), rs.get("beta_slow", 1)
+
+        def corr(n):
+            return rot * math.log(orig / (n * 2 * math.pi)) / (2 * math.log(theta))
+
+        low = max(math.floor(corr(beta_fast)), 0)
+        high = min(math.ceil(corr(beta_slow)), rot - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(rot // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        extrap = 1 - ramp
+        inv = (inv / factor) * (1 - extrap) + inv * extrap
+        scale = rs.get("attention_factor") or (0.1 * math.log(factor) + 1.0)
+    return inv, scale
+
+
+def rms_norm(x, w, eps):
+    return w * (x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps))
+
+
+def rope(x, pos, inv, scale, rot):
+    # x: [T, heads, hd]; NeoX rotate-half over the first `rot` dims.
+    ang = pos[:, None].to(torch.float64) * inv[None, :]
+    cos = (torch.cos(ang) * scale)[:, None, :]
+    sin = (torch.sin(ang) * scale)[:, None, :]
+    half = rot // 2
+    x1, x2, rest = x[..., :half], x[..., half:rot], x[..., rot:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+
+
+def forward(cfg, w, ids):
+    qwen2 = cfg["model_type"] == "qwen2"
+    H, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or H // nh
+    eps = cfg["rms_norm_eps"]
+    rot = int(hd * cfg.get("partial_rotary_factor", 1.0))
+    inv, scale = inv_freq_and_scale(cfg, rot)
+    T = len(ids)
+    pos = torch.arange(T)
+    h = w["model.embed_tokens.weight"][torch.tensor(ids)]
+    mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+
+        def lin(name, inp):
+            y = inp @ w[p + name + ".weight"].T
+            b = w.get(p + name + ".bias")
+            return y + b if b is not None else y
+
+        q = lin("self_attn.q_proj", x).view(T, nh, hd)
+        k = lin("self_attn.k_proj", x).view(T, nkv, hd)
+        v = lin("self_attn.v_proj", x).view(T, nkv, hd)
+        if not qwen2:
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q, k = rope(q, pos, inv, scale, rot), rope(k, pos, inv, scale, rot)
+        rep = nh // nkv
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+        s = torch.einsum("thd,shd->hts", q, k) / math.sqrt(hd) + mask
+        a = torch.einsum("hts,shd->thd", torch.softmax(s, dim=-1), v).reshape(T, nh * hd)
+        h = h + lin("self_attn.o_proj", a)
+        x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        g = lin("mlp.gate_proj", x)
+        h = h + lin("mlp.down_proj", torch.nn.functional.silu(g) * lin("mlp.up_proj", x))
+    h = rms_norm(h, w["model.norm.weight"], eps)
+    lm = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+    return h @ lm.T
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model_dir")
+    ap.add_argument("--ids", required=True, help="comma-separated prompt token ids")
+    ap.add_argument("--greedy", type=int, default=0, help="also decode N greedy tokens")
+    ap.add_argument("--out", help="write prompt logits [T, V] as .npy (float64)")
+    args = ap.parse_args()
+    cfg = json.load(open(os.path.join(args.model_dir, "config.json")))
+    w = load_weights(args.model_dir)
+    ids = [int(t) for t in args.ids.split(",")]
+    with torch.no_grad():
+        logits = forward(cfg, w, ids)
+        if args.out:
+            np.save(args.out, logits.numpy())
+        greedy = []
+        seq = list(ids)
+        for _ in range(args.greedy):
+            # Full recompute each step: slow but independent of any cache logic.
+            nxt = int(forward(cfg, w, seq)[-1].argmax())
+            greedy.append(nxt)
+            seq.append(nxt)
+            if len(seq) > 4096:
+                break
+    json.dump({"greedy": greedy}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
