@@ -1,0 +1,123 @@
+#include "runner/sampler.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/status.h"
+#include "runner/logits_processors.h"
+#include "runner/logprobs.h"
+#include "runner/row_select.h"
+#include "runner/sampling_filters.h"
+
+namespace pagellm {
+
+// Per-thread buffers, sized to the vocabulary once and reused across steps
+// (a fresh 600 KB allocation per row would cost page faults on every token).
+struct Sampler::RowScratch {
+  std::vector<float> logits;        // [vocab] processed copy of one row
+  std::vector<uint8_t> seen;        // [vocab] all zero between uses
+  std::vector<int32_t> counts;      // [vocab] all zero between uses
+  std::vector<Candidate> cands;
+  std::vector<int32_t> masked_ids;  // EOS + stop_token_ids during min_tokens
+};
+
+namespace {
+
+// True if the row must be copied and edited; a greedy row without biases or
+// penalties is read in place.
+bool NeedsProcessing(const SamplingRequest& request, bool min_tokens_active) {
+  const SamplingParams& p = *request.params;
+  return min_tokens_active || !p.logit_bias.empty() ||
+         p.repetition_penalty.value_or(1.0f) != 1.0f || p.presence_penalty != 0.0f ||
+         p.frequency_penalty != 0.0f || !p.is_greedy();
+}
+
+// Random path: temperature -> min_p/top_k/top_p -> draw. z: [n], overwritten.
+int32_t SampleRandom(float* z, int32_t n, const SamplingParams& p, double u,
+                     std::vector<Candidate>& cands) {
+  ApplyTemperature(z, n, p.temperature.value_or(1.0f));
+  const FilterSpec spec{.top_k = p.top_k.value_or(0),
+                        .top_p = p.top_p.value_or(1.0f),
+                        .min_p = p.min_p.value_or(0.0f)};
+  const FilterResult filtered = FilterCandidates(z, n, spec, cands);
+  return filtered.dense ? DrawDense(z, n, filtered.total_weight, u) : DrawCandidates(cands, u);
+}
+
+}  // namespace
+
+Sampler::Sampler(SamplerConfig config) : config_(std::move(config)) {}
+Sampler::~Sampler() = default;
+
+Sampler::RowScratch& Sampler::ScratchFor(int thread_idx, int32_t vocab) {
+  RowScratch& s = *scratch_[thread_idx];
+  if (static_cast<int32_t>(s.logits.size()) < vocab) {
+    s.logits.resize(vocab);
+    s.seen.assign(vocab, 0);
+    s.counts.assign(vocab, 0);
+  }
+  return s;
+}
+
+std::vector<SampleResult> Sampler::Sample(const float* logits, int32_t vocab,
+                                          std::span<const SamplingRequest> requests) {
+  const int32_t num_rows = static_cast<int32_t>(requests.size());
+  std::vector<SampleResult> results(num_rows);
+  const int num_threads = num_rows >= 2 ? std::min(omp_get_max_threads(), num_rows) : 1;
+  while (static_cast<int>(scratch_.size()) < num_threads) {
+    scratch_.push_back(std::make_unique<RowScratch>());
+  }
+#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1) if (num_threads > 1)
+  for (int32_t r = 0; r < num_rows; ++r) {
+    RowScratch& scratch = ScratchFor(omp_get_thread_num(), vocab);
+    results[r] = SampleRow(logits + static_cast<int64_t>(r) * vocab, vocab, requests[r], scratch);
+  }
+  return results;
+}
+
+SampleResult Sampler::SampleRow(const float* raw, int32_t vocab, const SamplingRequest& request,
+                                RowScratch& s) const {
+  PAGELLM_CHECK(request.params != nullptr);
+  const SamplingParams& p = *request.params;
+  const int32_t n = config_.num_valid_tokens > 0 ? std::min(config_.num_valid_tokens, vocab)
+                                                 : vocab;
+  const bool min_tokens_active = static_cast<int64_t>(request.output_ids.size()) < p.min_tokens;
+  // One draw per token even when greedy, so the stream position equals the number
+  // of sampled tokens (switching a request's knobs never desynchronises it).
+  PAGELLM_CHECK(request.rng != nullptr || p.is_greedy());
+  const double u = request.rng != nullptr ? request.rng->NextUniform() : 0.0;
+
+  SampleResult result;
+  if (!NeedsProcessing(request, min_tokens_active)) {
+    result.token = ArgmaxRow(raw, n);
+  } else {
+    float* z = s.logits.data();
+    std::memcpy(z, raw, sizeof(float) * n);
+    std::span<float> row(z, n);
+    if (min_tokens_active) {
+      s.masked_ids.assign(config_.eos_token_ids.begin(), config_.eos_token_ids.end());
+      s.masked_ids.insert(s.masked_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
+      MaskTokens(row, s.masked_ids);
+    }
+    ApplyLogitBias(row, p.logit_bias);
+    const float repetition = p.repetition_penalty.value_or(1.0f);
+    if (repetition != 1.0f) {
+      ApplyRepetitionPenalty(row, repetition, request.prompt_ids, request.output_ids, s.seen);
+    }
+    if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+      ApplyPresenceFrequencyPenalties(row, p.presence_penalty, p.frequency_penalty,
+                                      request.output_ids, s.counts);
+    }
+    result.token = p.is_greedy() ? ArgmaxRow(z, n) : SampleRandom(z, n, p, u, s.cands);
+    if (result.token < 0) result.token = ArgmaxRow(raw, n);  // every weight was zero
+  }
+  if (p.logprobs.has_value()) {
+    const double lse = LogSumExp(raw, n);
+    result.logprob = static_cast<float>(raw[result.token] - lse);
+    result.top_logprobs = TopLogprobs(raw, n, *p.logprobs, lse);
+  }
+  return result;
+}
+
+}  // namespace pagellm
