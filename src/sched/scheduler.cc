@@ -1,0 +1,193 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace pagellm {
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& config) {
+  if (config.max_model_len < 1) {
+    return InvalidArgumentError(
+        fmt::format("max_model_len must be >= 1, got {}", config.max_model_len));
+  }
+  PAGELLM_RETURN_IF_ERROR(config.batch.Validate(config.max_model_len));
+  PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<KvCacheManager> kv,
+                           KvCacheManager::Create(config.kv_cache));
+  const int64_t kv_capacity_tokens =
+      static_cast<int64_t>(kv->pool().num_usable_blocks()) * kv->block_size();
+  if (kv_capacity_tokens < config.max_model_len) {
+    return InvalidArgumentError(fmt::format(
+        "the KV cache holds {} tokens ({} blocks of {}), fewer than max_model_len ({}); "
+        "add KV memory or lower max_model_len",
+        kv_capacity_tokens, kv->pool().num_usable_blocks(), kv->block_size(),
+        config.max_model_len));
+  }
+  return std::unique_ptr<Scheduler>(new Scheduler(config, std::move(kv)));
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCacheManager> kv)
+    : config_(config), kv_(std::move(kv)), capacity_(kv_.get()) {}
+
+Status Scheduler::AddRequest(std::unique_ptr<Request> request) {
+  PAGELLM_CHECK(request != nullptr && request->status() == RequestStatus::kWaiting);
+  if (request->num_prompt_tokens() == 0) {
+    return InvalidArgumentError(fmt::format("request {}: the prompt is empty", request->request_id()));
+  }
+  if (request->num_prompt_tokens() > config_.max_model_len) {
+    return InvalidArgumentError(fmt::format(
+        "request {}: the prompt has {} tokens, more than max_model_len ({})",
+        request->request_id(), request->num_prompt_tokens(), config_.max_model_len));
+  }
+  if (requests_.contains(request->request_id())) {
+    return Status(StatusCode::kAlreadyExists, fmt::format("request id {} is already in use", request->request_id()));
+  }
+  Request* req = request.get();
+  requests_.emplace(req->request_id(), std::move(request));
+  waiting_.push_back(req);
+  return OkStatus();
+}
+
+Status Scheduler::AbortRequest(const std::string& request_id) {
+  if (!requests_.contains(request_id)) {
+    return NotFoundError(fmt::format("no unfinished request with id {}", request_id));
+  }
+  pending_abort_ids_.push_back(request_id);
+  return OkStatus();
+}
+
+const Request* Scheduler::FindRequest(const std::string& request_id) const {
+  const auto it = requests_.find(request_id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+SchedulerOutput Scheduler::Schedule() {
+  SchedulerOutput out;
+  out.finished_ids = std::move(finished_ids_);
+  finished_ids_.clear();
+  ProcessAborts(&out);
+  TokenBudget budget(config_.batch);
+  std::vector<Request*> preempted;
+  ScheduleRunning(&budget, &out, &preempted);
+  // NOTE: as in vLLM, a step that had to preempt admits nobody: memory is short.
+  if (preempted.empty()) ScheduleWaiting(&budget, &out);
+  // Most recent victim first in `preempted`; pushing each to the front leaves the
+  // oldest victim at the head, so requests resume in admission order.
+  for (Request* req : preempted) {
+    waiting_.push_front(req);
+    out.preempted_ids.push_back(req->request_id());
+  }
+  out.total_num_new_tokens = budget.num_scheduled_tokens();
+  return out;
+}
+
+void Scheduler::ProcessAborts(SchedulerOutput* out) {
+  std::vector<FinishedRequest> ignored;
+  for (const std::string& id : pending_abort_ids_) {
+    const auto it = requests_.find(id);
+    if (it == requests_.end()) continue;  // finished in the meantime
+    Request* req = it->second.get();
+    std::erase(waiting_, req);
+    Finish(req, RequestStatus::kFinishedAborted, &ignored);
+  }
+  pending_abort_ids_.clear();
+  // Finish() queued the ids for the *next* output; aborted ones belong in this one.
+  out->finished_ids.insert(out->finished_ids.end(), finished_ids_.begin(), finished_ids_.end());
+  finished_ids_.clear();
+}
+
+void Scheduler::ScheduleRunning(TokenBudget* budget, SchedulerOutput* out,
+                                std::vector<Request*>* preempted) {
+  // Index loop: preemption shrinks running_ from the back, behind the cursor.
+  for (size_t idx = 0; idx < running_.size(); ++idx) {
+    Request* req = running_[idx];
+    const int32_t num_uncomputed = req->num_tokens() - req->num_computed_tokens();
+    PAGELLM_CHECK(num_uncomputed >= 1);
+    const int32_t num_new = budget->Choose(num_uncomputed);
+    if (num_new == 0) continue;
+    if (!capacity_.ReserveOrPreempt(*req, num_new, &running_, preempted)) break;
+    budget->Charge(num_new, num_uncomputed);
+    AddScheduled(*req, num_new, /*is_new=*/false, out);
+  }
+}
+
+void Scheduler::ScheduleWaiting(TokenBudget* budget, SchedulerOutput* out) {
+  std::vector<Request*> deferred;
+  while (!waiting_.empty() && num_running() < config_.batch.max_num_seqs &&
+         budget->num_tokens_left() > 0) {
+    Request* req = waiting_.front();
+    const ComputedBlocks hits = kv_->GetComputedBlocks(req->kv_sequence());
+    if (kv_->IsPrefixPending(req->kv_sequence(), hits)) {
+      waiting_.pop_front();
+      deferred.push_back(req);
+      continue;
+    }
+    const int32_t num_uncomputed = req->num_tokens() - hits.num_computed_tokens;
+    const int32_t num_new = budget->Choose(num_uncomputed);
+    if (num_new == 0 || !capacity_.TryAdmit(*req, num_new, hits)) break;
+    waiting_.pop_front();
+    running_.push_back(req);
+    req->set_status(RequestStatus::kRunning);
+    req->set_num_computed_tokens(hits.num_computed_tokens);
+    if (req->num_cached_tokens() < 0) req->set_num_cached_tokens(hits.num_computed_tokens);
+    budget->Charge(num_new, num_uncomputed);
+    AddScheduled(*req, num_new, /*is_new=*/true, out);
+  }
+  waiting_.insert(waiting_.begin(), deferred.begin(), deferred.end());
+}
+
+void Scheduler::AddScheduled(const Request& req, int32_t num_new_tokens, bool is_new,
+                             SchedulerOutput* out) const {
+  ScheduledRequest& s = out->scheduled.emplace_back();
+  s.request_id = req.request_id();
+  s.num_new_tokens = num_new_tokens;
+  s.num_computed_tokens = req.num_computed_tokens();
+  const auto tokens = req.all_token_ids().subspan(s.num_computed_tokens, num_new_tokens);
+  s.new_token_ids.assign(tokens.begin(), tokens.end());
+  const std::span<const int32_t> block_ids = kv_->GetBlockIds(req.request_id());
+  s.block_ids.assign(block_ids.begin(), block_ids.end());
+  s.samples = s.num_computed_tokens + num_new_tokens == req.num_tokens();
+  s.is_new = is_new;
+}
+
+std::vector<FinishedRequest> Scheduler::UpdateFromOutput(
+    const SchedulerOutput& out, std::span<const int32_t> sampled_token_ids,
+    std::span<const std::string> stopped_ids) {
+  PAGELLM_CHECK(sampled_token_ids.size() == out.scheduled.size());
+  std::vector<FinishedRequest> finished;
+  for (size_t i = 0; i < out.scheduled.size(); ++i) {
+    const ScheduledRequest& s = out.scheduled[i];
+    const auto it = requests_.find(s.request_id);
+    PAGELLM_CHECK(it != requests_.end());  // nothing can end a request between the calls
+    Request* req = it->second.get();
+    PAGELLM_CHECK(req->status() == RequestStatus::kRunning &&
+                  req->num_computed_tokens() == s.num_computed_tokens);
+    req->set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
+    kv_->CommitComputedBlocks(req->kv_sequence());
+    if (!s.samples) continue;
+    req->AppendOutputToken(sampled_token_ids[i]);
+    if (const auto stop = CheckTokenStop(*req, config_.max_model_len)) {
+      Finish(req, *stop, &finished);
+    }
+  }
+  for (const std::string& id : stopped_ids) {
+    const auto it = requests_.find(id);
+    if (it != requests_.end()) {
+      std::erase(waiting_, it->second.get());
+      Finish(it->second.get(), RequestStatus::kFinishedStopped, &finished);
+    }
+  }
+  return finished;
+}
+
+void Scheduler::Finish(Request* req, RequestStatus status, std::vector<FinishedRequest>* finished) {
+  kv_->Free(req->request_id());
+  std::erase(running_, req);
+  req->set_status(status);
+  const std::string request_id = req->request_id();  // copy: erase destroys *req
+  finished->push_back({request_id, status, req->num_output_tokens()});
+  finished_ids_.push_back(request_id);
+  requests_.erase(request_id);
+}
+
+}  // namespace pagellm

@@ -1,0 +1,106 @@
+// Scheduler: vLLM-v1-style continuous batching over token counts.
+//
+//   auto sched = Scheduler::Create(config).value();
+//   PAGELLM_RETURN_IF_ERROR(sched->AddRequest(std::make_unique<Request>(...)));
+//   while (sched->HasUnfinishedRequests()) {
+//     SchedulerOutput out = sched->Schedule();
+//     std::vector<int32_t> sampled = RunModel(out);      // one token per scheduled req
+//     std::vector<FinishedRequest> done =
+//         sched->UpdateFromOutput(out, sampled, /*stopped_ids=*/StopStrings(...));
+//   }
+//
+// NOTE: there is no prefill phase and no decode phase. Each request's
+// num_computed_tokens catches up with its num_tokens (prompt + output). Each step
+// fills the token budget with RUNNING requests first, in admission order (decodes and
+// continuing prefill chunks), then admits WAITING requests in FCFS order (preempted
+// ones first), up to max_num_seqs running. Which tokens fit in the step is TokenBudget's
+// decision; whether their KV fits is CapacityScheduler's (which preempts the most
+// recently admitted request by recompute). Accepted work is never dropped: a
+// preempted request resumes by recomputing prompt + output, mostly from the prefix
+// cache. A waiting request whose next prefix block is being computed by another request
+// in this very step is deferred one step so it can hit it (n > 1 sharing).
+//
+// Single-threaded: the engine loop calls every method from one thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "kv/kv_cache_manager.h"
+#include "sched/capacity_scheduler.h"
+#include "sched/request.h"
+#include "sched/scheduler_output.h"
+#include "sched/token_budget.h"
+
+namespace pagellm {
+
+struct SchedulerConfig {
+  BatchLimits batch;             // per-step token and sequence limits
+  KvCacheConfig kv_cache;        // blocks, block size, prefix caching
+  int32_t max_model_len = 4096;  // longest prompt + output, tokens
+};
+
+struct FinishedRequest {
+  std::string request_id;
+  RequestStatus status = RequestStatus::kFinishedStopped;
+  int32_t num_output_tokens = 0;
+};
+
+class Scheduler {
+ public:
+  // Validates the config: limits, and that the KV pool can hold one max_model_len
+  // sequence (else a lone request could never finish).
+  static StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerConfig& config);
+
+  // Queues a request. Rejects an empty prompt, a prompt longer than max_model_len
+  // (InvalidArgument naming both numbers) and a duplicate id (AlreadyExists).
+  Status AddRequest(std::unique_ptr<Request> request);
+  // Marks a request aborted; its blocks are freed at the next Schedule(), which lists it
+  // in finished_ids. NotFound if the id is unknown or already finished.
+  Status AbortRequest(const std::string& request_id);
+
+  SchedulerOutput Schedule();
+  // Applies a step's results. `sampled_token_ids` is aligned with out.scheduled (entries
+  // of non-sampling chunks are ignored); `stopped_ids` are requests the engine's stop
+  // checker ended (stop strings). Returns the requests that finished in this step;
+  // they are gone from the scheduler afterwards.
+  std::vector<FinishedRequest> UpdateFromOutput(const SchedulerOutput& out,
+                                                std::span<const int32_t> sampled_token_ids,
+                                                std::span<const std::string> stopped_ids = {});
+
+  bool HasUnfinishedRequests() const { return !requests_.empty(); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  const Request* FindRequest(const std::string& request_id) const;
+  const KvCacheManager& kv_cache() const { return *kv_; }
+  const SchedulerConfig& config() const { return config_; }
+  std::span<Request* const> running() const { return running_; }
+
+ private:
+  explicit Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCacheManager> kv);
+
+  void ProcessAborts(SchedulerOutput* out);
+  void ScheduleRunning(TokenBudget* budget, SchedulerOutput* out,
+                       std::vector<Request*>* preempted);
+  void ScheduleWaiting(TokenBudget* budget, SchedulerOutput* out);
+  void AddScheduled(const Request& req, int32_t num_new_tokens, bool is_new,
+                    SchedulerOutput* out) const;
+  void Finish(Request* req, RequestStatus status, std::vector<FinishedRequest>* finished);
+
+  SchedulerConfig config_;
+  std::unique_ptr<KvCacheManager> kv_;
+  CapacityScheduler capacity_;
+  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;  // owner
+  std::deque<Request*> waiting_;                 // FCFS; preempted ones pushed to the front
+  std::vector<Request*> running_;                // admission order; preemption pops the back
+  std::vector<std::string> pending_abort_ids_;   // applied at the next Schedule()
+  std::vector<std::string> finished_ids_;        // reported by the next Schedule()
+};
+
+}  // namespace pagellm

@@ -1,0 +1,54 @@
+// TokenBudget: the per-step BATCH decision — how many tokens each request may compute
+// in this step, given the step's token budget and the prefill limits. It knows nothing
+// about KV memory (that is CapacityScheduler's decision; TensorRT-LLM keeps the two
+// apart for the same reason: each can be reasoned about and tested alone).
+//
+//   TokenBudget budget(limits);                      // one per step
+//   int32_t num_new = budget.Choose(num_uncomputed); // 0 => skip this request
+//   if (num_new > 0 && kv_fits) budget.Charge(num_new, num_uncomputed);
+//
+// A request is "prefilling" when it has more than one uncomputed token (a decode has
+// exactly one: the last sampled token). Prefill tokens are capped twice: per request
+// (long_prefill_token_threshold, vLLM's knob) and per step
+// (max_prefill_tokens_per_step), which bounds step latency, and hence decode ITL,
+// when long prompts arrive.
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+
+namespace pagellm {
+
+struct BatchLimits {
+  int32_t max_num_batched_tokens = 2048;     // tokens computed per step, all requests
+  int32_t max_num_seqs = 256;                // running requests at once
+  bool enable_chunked_prefill = true;        // else a prompt is computed whole or not at all
+  int32_t long_prefill_token_threshold = 0;  // per-request prefill chunk cap; 0 = off
+  int32_t max_prefill_tokens_per_step = 0;   // prefill tokens per step, all requests; 0 = off
+
+  // `max_model_len`: longest sequence that must remain schedulable.
+  Status Validate(int32_t max_model_len) const;
+};
+
+class TokenBudget {
+ public:
+  explicit TokenBudget(const BatchLimits& limits);
+
+  // Tokens to compute this step for a request with `num_uncomputed_tokens` (>= 1)
+  // left; 0 means it cannot be scheduled in this step.
+  int32_t Choose(int32_t num_uncomputed_tokens) const;
+  // Records that `num_new_tokens` of such a request were scheduled.
+  void Charge(int32_t num_new_tokens, int32_t num_uncomputed_tokens);
+
+  int32_t num_tokens_left() const { return num_tokens_left_; }
+  int32_t num_prefill_tokens_left() const { return num_prefill_tokens_left_; }
+  int32_t num_scheduled_tokens() const { return limits_.max_num_batched_tokens - num_tokens_left_; }
+
+ private:
+  BatchLimits limits_;
+  int32_t num_tokens_left_;
+  int32_t num_prefill_tokens_left_;  // INT32_MAX when uncapped
+};
+
+}  // namespace pagellm
