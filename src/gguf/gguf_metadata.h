@@ -1,0 +1,38 @@
+// GGUF model metadata (general.* and {arch}.*) for a Hugging Face Qwen2/Qwen3 checkpoint, with the keys, value types and
+// rules of llama.cpp's convert_hf_to_gguf.py (TextModel.set_gguf_parameters,
+// get_vocab_base, gguf-py SpecialVocab), so `pagellm convert` output loads in llama.cpp.
+//
+//   PAGELLM_ASSIGN_OR_RETURN(Json config, ReadJsonFile(dir + "/config.json"));
+//   PAGELLM_ASSIGN_OR_RETURN(GgufMetadata model_kv, BuildGgufModelMetadata(config, GgmlType::kQ8_0, "Qwen3-0.6B"));
+//   for (auto& [k, v] : model_kv) writer.AddMetadata(k, v);
+// (tokenizer keys: gguf_tokenizer_metadata.h)
+//
+// Inputs are parsed JSON (not ModelConfig) so this layer stays independent of src/model.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "gguf/gguf_types.h"
+#include "gguf/gguf_value.h"
+
+namespace pagellm {
+
+using GgufMetadata = std::vector<std::pair<std::string, GgufValue>>;
+
+// "qwen2" / "qwen3" from config.json's model_type; other types are Unimplemented.
+StatusOr<std::string> GgufArchFromHfConfig(const Json& config);
+
+// general.* and {arch}.* keys: general.architecture, general.name, general.file_type,
+// general.quantization_version, block_count, context_length, embedding_length,
+// feed_forward_length, attention.head_count(_kv), attention.key_length/value_length (when
+// config has head_dim), rope.freq_base, attention.layer_norm_rms_epsilon, and
+// rope.scaling.{type,factor,original_context_length,...} for linear/yarn rope scaling.
+// `outtype` is the type of the 2-D weights (general.file_type: f32 0, f16 1, q8_0 7, bf16 32).
+StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& config, GgmlType outtype, std::string_view name);
+
+}  // namespace pagellm

@@ -1,0 +1,48 @@
+#include "gguf/gguf_names.h"
+
+#include <gtest/gtest.h>
+
+namespace pagellm {
+namespace {
+
+TEST(GgufNamesTest, MapsEveryDenseQwenTensorBothWays) {
+  // Pairs from llama.cpp's tensor map (docs/qwen-architectures.md section 5.1).
+  const std::pair<const char*, const char*> pairs[] = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+      {"model.layers.0.input_layernorm.weight", "blk.0.attn_norm.weight"},
+      {"model.layers.12.post_attention_layernorm.weight", "blk.12.ffn_norm.weight"},
+      {"model.layers.3.self_attn.q_proj.weight", "blk.3.attn_q.weight"},
+      {"model.layers.3.self_attn.k_proj.bias", "blk.3.attn_k.bias"},
+      {"model.layers.3.self_attn.v_proj.weight", "blk.3.attn_v.weight"},
+      {"model.layers.27.self_attn.o_proj.weight", "blk.27.attn_output.weight"},
+      {"model.layers.5.self_attn.q_norm.weight", "blk.5.attn_q_norm.weight"},
+      {"model.layers.5.self_attn.k_norm.weight", "blk.5.attn_k_norm.weight"},
+      {"model.layers.1.mlp.gate_proj.weight", "blk.1.ffn_gate.weight"},
+      {"model.layers.1.mlp.up_proj.weight", "blk.1.ffn_up.weight"},
+      {"model.layers.1.mlp.down_proj.weight", "blk.1.ffn_down.weight"},
+  };
+  for (const auto& [hf, gguf] : pairs) {
+    StatusOr<std::string> g = HfToGgufTensorName("qwen3", hf);
+    ASSERT_TRUE(g.ok()) << hf << ": " << g.status();
+    EXPECT_EQ(*g, gguf);
+    StatusOr<std::string> h = GgufToHfTensorName("qwen3", gguf);
+    ASSERT_TRUE(h.ok()) << gguf << ": " << h.status();
+    EXPECT_EQ(*h, hf);
+  }
+}
+
+TEST(GgufNamesTest, RejectsUnknownAndArchSpecificNames) {
+  EXPECT_EQ(HfToGgufTensorName("qwen3", "model.rotary_emb.inv_freq").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(HfToGgufTensorName("qwen2", "model.layers.0.self_attn.q_norm.weight").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(*HfToGgufTensorName("qwen2", "model.layers.0.self_attn.q_proj.bias"), "blk.0.attn_q.bias");
+  EXPECT_FALSE(HfToGgufTensorName("qwen3", "model.layers.x.mlp.up_proj.weight").ok());
+  EXPECT_FALSE(HfToGgufTensorName("qwen3", "model.layers.-1.mlp.up_proj.weight").ok());
+  EXPECT_FALSE(GgufToHfTensorName("qwen3", "blk.0.nonsense.weight").ok());
+  EXPECT_EQ(HfToGgufTensorName("llama", "lm_head.weight").status().code(), StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace pagellm
