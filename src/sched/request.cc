@@ -62,20 +62,21 @@ void Request::MarkPreempted() {
 std::optional<RequestStatus> CheckTokenStop(const Request& request, int32_t max_model_len) {
   const SamplingParams& params = request.sampling_params();
   const int32_t num_output_tokens = request.num_output_tokens();
-  if (num_output_tokens > 0 && num_output_tokens >= params.min_tokens) {
-    const int32_t last = request.output_token_ids().back();
-    const auto contains = [last](std::span<const int32_t> ids) {
-      return std::find(ids.begin(), ids.end(), last) != ids.end();
-    };
-    if ((!params.ignore_eos && contains(request.eos_token_ids())) ||
-        contains(params.stop_token_ids)) {
-      return RequestStatus::kFinishedStopped;
-    }
-  }
-  if (params.max_tokens.has_value() && num_output_tokens >= *params.max_tokens) {
+  // NOTE: length first, as vLLM's check_stop and engine/stop_checker.h: a final
+  // token that is also EOS reports "length".
+  if ((params.max_tokens.has_value() && num_output_tokens >= *params.max_tokens) ||
+      request.num_tokens() >= max_model_len) {
     return RequestStatus::kFinishedLength;
   }
-  if (request.num_tokens() >= max_model_len) return RequestStatus::kFinishedLength;
+  if (num_output_tokens == 0 || num_output_tokens < params.min_tokens) return std::nullopt;
+  const int32_t last = request.output_token_ids().back();
+  const auto contains = [last](std::span<const int32_t> ids) {
+    return std::find(ids.begin(), ids.end(), last) != ids.end();
+  };
+  if ((!params.ignore_eos && contains(request.eos_token_ids())) ||
+      contains(params.stop_token_ids)) {
+    return RequestStatus::kFinishedStopped;
+  }
   return std::nullopt;
 }
 

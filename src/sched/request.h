@@ -98,10 +98,12 @@ class Request {
   int32_t num_preemptions_ = 0;
 };
 
-// Token-level stop rules the scheduler applies after each sampled token: a stop token
-// (EOS unless ignore_eos, or stop_token_ids; both only after min_tokens outputs)
-// => kFinishedStopped; max_tokens outputs or max_model_len total tokens =>
-// kFinishedLength. Stop strings need text and are the engine's job.
+// Token-level stop rules the scheduler applies after each sampled token (vLLM's
+// check_stop): max_tokens outputs or max_model_len total tokens => kFinishedLength
+// (checked first); else a stop token (EOS unless ignore_eos, or stop_token_ids; once
+// num_output_tokens >= min_tokens) => kFinishedStopped. Stop strings need text and are
+// the engine's job (engine/stop_checker.h, passed back as UpdateFromOutput's stopped_ids);
+// the scheduler's own check guarantees every request ends even without them.
 std::optional<RequestStatus> CheckTokenStop(const Request& request, int32_t max_model_len);
 
 }  // namespace pagellm

@@ -57,6 +57,11 @@ TEST(RequestTest, StopTokenIdsAndLengthLimits) {
   req.AppendOutputToken(4);
   EXPECT_EQ(CheckTokenStop(req, 100), RequestStatus::kFinishedLength);
 
+  Request eos_at_limit = MakeReq(params);  // EOS as the last allowed token: "length"
+  eos_at_limit.AppendOutputToken(4);
+  eos_at_limit.AppendOutputToken(9);
+  EXPECT_EQ(CheckTokenStop(eos_at_limit, 100), RequestStatus::kFinishedLength);
+
   Request stop = MakeReq(params);
   stop.AppendOutputToken(5);
   EXPECT_EQ(CheckTokenStop(stop, 100), RequestStatus::kFinishedStopped);
