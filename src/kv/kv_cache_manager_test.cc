@@ -28,6 +28,8 @@ std::vector<int32_t> WithCommonPrefix(std::vector<int32_t> tail) {
 }
 
 struct Req {
+  Req(std::string id_in, std::vector<int32_t> tokens_in, std::string key = "")
+      : id(std::move(id_in)), tokens(std::move(tokens_in)), extra_key(std::move(key)) {}
   std::string id;
   std::vector<int32_t> tokens;
   int32_t num_computed_tokens = 0;
@@ -156,13 +158,13 @@ TEST(KvCacheManagerTest, HitOnFreedCachedBlockCountsAsFreeCapacity) {
 
 TEST(KvCacheManagerTest, ExtraKeyIsolatesNamespaces) {
   auto kv = MakeManager();
-  Req base{"0", WithCommonPrefix({3}), 0, "lora-a"};
+  Req base{"0", WithCommonPrefix({3}), "lora-a"};
   AdmitAndCompute(*kv, base);
-  Req other_ns{"1", base.tokens, 0, "lora-b"};
+  Req other_ns{"1", base.tokens, "lora-b"};
   EXPECT_TRUE(kv->GetComputedBlocks(other_ns.seq()).block_ids.empty());
-  Req default_ns{"2", base.tokens, 0, ""};
+  Req default_ns{"2", base.tokens, ""};
   EXPECT_TRUE(kv->GetComputedBlocks(default_ns.seq()).block_ids.empty());
-  Req same_ns{"3", base.tokens, 0, "lora-a"};
+  Req same_ns{"3", base.tokens, "lora-a"};
   EXPECT_THAT(kv->GetComputedBlocks(same_ns.seq()).block_ids, ElementsAre(1, 2, 3));
 }
 
