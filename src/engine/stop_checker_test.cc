@@ -23,7 +23,7 @@ struct StreamRun {
 // Feeds (token, delta) pairs until the checker finishes or the input runs out.
 StreamRun Feed(const SamplingParams& params,
                const std::vector<std::pair<int32_t, std::string>>& steps,
-                     int32_t max_model_len = 0, int32_t num_prompt_tokens = 0) {
+               int32_t max_model_len = 0, int32_t num_prompt_tokens = 0) {
   StopChecker checker(params, kEosIds, max_model_len, num_prompt_tokens);
   StreamRun run;
   for (const auto& [token, delta] : steps) {

@@ -6,6 +6,7 @@
 
 #include "common/status.h"
 #include "runner/row_select.h"
+#include "runner/vec_exp.h"
 
 namespace pagellm {
 
@@ -13,10 +14,8 @@ double LogSumExp(const float* row, int32_t n) {
   PAGELLM_CHECK(n >= 1);
   const float max_value = MaxRow(row, n);
   if (std::isinf(max_value) && max_value < 0) return -std::numeric_limits<double>::infinity();
-  double sum = 0.0;
-  // expf per entry (fast) with a double accumulator (exact enough over 151,936 terms).
-  for (int32_t i = 0; i < n; ++i) sum += std::exp(row[i] - max_value);
-  return max_value + std::log(sum);
+  // Vectorised float exp with a double accumulator: ~2e-7 relative per term.
+  return max_value + std::log(SumExp(row, n, max_value));
 }
 
 std::vector<std::pair<int32_t, float>> TopLogprobs(const float* row, int32_t n,

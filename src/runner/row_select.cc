@@ -43,6 +43,31 @@ int32_t ArgmaxRow(const float* row, int32_t n) {
   return 0;  // every entry was NaN
 }
 
+namespace {
+
+// Calls visit(i) for every i in [begin, n) with row[i] > *threshold (re-read after each
+// visit, since visit may raise it). Blocks of 8 with no candidate are skipped with
+// one vector compare, which is almost every block once the threshold settles.
+template <typename Visit>
+void ForEachAbove(const float* row, int32_t begin, int32_t n, const float* threshold,
+                  Visit visit) {
+  int32_t i = begin;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 t = _mm256_set1_ps(*threshold);
+    int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(row + i), t, _CMP_GT_OQ));
+    while (mask != 0) {
+      const int lane = __builtin_ctz(static_cast<unsigned>(mask));
+      mask &= mask - 1;
+      if (row[i + lane] > *threshold) visit(i + lane);
+    }
+  }
+  for (; i < n; ++i) {
+    if (row[i] > *threshold) visit(i);
+  }
+}
+
+}  // namespace
+
 void CollectTopK(const float* row, int32_t n, int32_t k, std::vector<Candidate>& out) {
   PAGELLM_CHECK(k >= 1);
   out.clear();
@@ -51,20 +76,20 @@ void CollectTopK(const float* row, int32_t n, int32_t k, std::vector<Candidate>&
   if (k < n) {
     // Min-heap of the k largest values seen so far; its top is the running k-th value.
     std::priority_queue<float, std::vector<float>, std::greater<float>> heap;
-    for (int32_t i = 0; i < n; ++i) {
-      const float v = row[i];
-      if (static_cast<int32_t>(heap.size()) < k) {
-        heap.push(v);
-      } else if (v > heap.top()) {
-        heap.pop();
-        heap.push(v);
-      }
-    }
+    for (int32_t i = 0; i < k; ++i) heap.push(row[i]);
     threshold = heap.top();
+    ForEachAbove(row, k, n, &threshold, [&](int32_t i) {
+      heap.pop();
+      heap.push(row[i]);
+      threshold = heap.top();
+    });
   }
-  for (int32_t i = 0; i < n; ++i) {
-    if (row[i] >= threshold && row[i] > neg_inf) out.push_back({row[i], i});
-  }
+  // Entries equal to the k-th value are kept too (vLLM's >= mask), hence the
+  // next-lower float as the strict bound.
+  const float bound = std::nextafter(threshold, neg_inf);
+  ForEachAbove(row, 0, n, &bound, [&](int32_t i) {
+    if (row[i] > neg_inf) out.push_back({row[i], i});
+  });
 }
 
 void SortCandidatesDescending(std::vector<Candidate>& cands) {

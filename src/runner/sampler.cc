@@ -17,6 +17,7 @@ namespace pagellm {
 // (a fresh 600 KB allocation per row would cost page faults on every token).
 struct Sampler::RowScratch {
   std::vector<float> logits;        // [vocab] processed copy of one row
+  std::vector<float> weights;       // [vocab] unnormalised probabilities
   std::vector<uint8_t> seen;        // [vocab] all zero between uses
   std::vector<int32_t> counts;      // [vocab] all zero between uses
   std::vector<Candidate> cands;
@@ -25,27 +26,45 @@ struct Sampler::RowScratch {
 
 namespace {
 
-// True if the row must be copied and edited; a greedy row without biases or
-// penalties is read in place.
-bool NeedsProcessing(const SamplingRequest& request, bool min_tokens_active) {
-  const SamplingParams& p = *request.params;
+// True if the row must be copied and edited; otherwise it is read in place.
+bool NeedsEdits(const SamplingParams& p, bool min_tokens_active) {
   return min_tokens_active || !p.logit_bias.empty() ||
          p.repetition_penalty.value_or(1.0f) != 1.0f || p.presence_penalty != 0.0f ||
-         p.frequency_penalty != 0.0f || !p.is_greedy();
+         p.frequency_penalty != 0.0f;
 }
 
-// Random path: temperature -> min_p/top_k/top_p -> draw. z: [n], overwritten.
-int32_t SampleRandom(float* z, int32_t n, const SamplingParams& p, double u,
-                     std::vector<Candidate>& cands) {
-  ApplyTemperature(z, n, p.temperature.value_or(1.0f));
+// Random path: temperature -> min_p/top_k/top_p -> draw. logits: [n], read only.
+int32_t SampleRandom(const float* logits, int32_t n, const SamplingParams& p, double u,
+                     float* weights, std::vector<Candidate>& cands) {
   const FilterSpec spec{.top_k = p.top_k.value_or(0),
                         .top_p = p.top_p.value_or(1.0f),
                         .min_p = p.min_p.value_or(0.0f)};
-  const FilterResult filtered = FilterCandidates(z, n, spec, cands);
-  return filtered.dense ? DrawDense(z, n, filtered.total_weight, u) : DrawCandidates(cands, u);
+  const FilterResult filtered =
+      FilterCandidates(logits, n, p.temperature.value_or(1.0f), spec, weights, cands);
+  return filtered.dense ? DrawDense(weights, n, filtered.total_weight, u)
+                        : DrawCandidates(cands, u);
 }
 
 }  // namespace
+
+void Sampler::ApplyLogitsProcessors(const SamplingRequest& request, bool min_tokens_active,
+                                    std::span<float> row, RowScratch& s) const {
+  const SamplingParams& p = *request.params;
+  if (min_tokens_active) {
+    s.masked_ids.assign(config_.eos_token_ids.begin(), config_.eos_token_ids.end());
+    s.masked_ids.insert(s.masked_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
+    MaskTokens(row, s.masked_ids);
+  }
+  ApplyLogitBias(row, p.logit_bias);
+  const float repetition = p.repetition_penalty.value_or(1.0f);
+  if (repetition != 1.0f) {
+    ApplyRepetitionPenalty(row, repetition, request.prompt_ids, request.output_ids, s.seen);
+  }
+  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+    ApplyPresenceFrequencyPenalties(row, p.presence_penalty, p.frequency_penalty,
+                                    request.output_ids, s.counts);
+  }
+}
 
 Sampler::Sampler(SamplerConfig config) : config_(std::move(config)) {}
 Sampler::~Sampler() = default;
@@ -54,6 +73,7 @@ Sampler::RowScratch& Sampler::ScratchFor(int thread_idx, int32_t vocab) {
   RowScratch& s = *scratch_[thread_idx];
   if (static_cast<int32_t>(s.logits.size()) < vocab) {
     s.logits.resize(vocab);
+    s.weights.resize(vocab);
     s.seen.assign(vocab, 0);
     s.counts.assign(vocab, 0);
   }
@@ -88,30 +108,16 @@ SampleResult Sampler::SampleRow(const float* raw, int32_t vocab, const SamplingR
   PAGELLM_CHECK(request.rng != nullptr || p.is_greedy());
   const double u = request.rng != nullptr ? request.rng->NextUniform() : 0.0;
 
-  SampleResult result;
-  if (!NeedsProcessing(request, min_tokens_active)) {
-    result.token = ArgmaxRow(raw, n);
-  } else {
-    float* z = s.logits.data();
-    std::memcpy(z, raw, sizeof(float) * n);
-    std::span<float> row(z, n);
-    if (min_tokens_active) {
-      s.masked_ids.assign(config_.eos_token_ids.begin(), config_.eos_token_ids.end());
-      s.masked_ids.insert(s.masked_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
-      MaskTokens(row, s.masked_ids);
-    }
-    ApplyLogitBias(row, p.logit_bias);
-    const float repetition = p.repetition_penalty.value_or(1.0f);
-    if (repetition != 1.0f) {
-      ApplyRepetitionPenalty(row, repetition, request.prompt_ids, request.output_ids, s.seen);
-    }
-    if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
-      ApplyPresenceFrequencyPenalties(row, p.presence_penalty, p.frequency_penalty,
-                                      request.output_ids, s.counts);
-    }
-    result.token = p.is_greedy() ? ArgmaxRow(z, n) : SampleRandom(z, n, p, u, s.cands);
-    if (result.token < 0) result.token = ArgmaxRow(raw, n);  // every weight was zero
+  const float* logits = raw;
+  if (NeedsEdits(p, min_tokens_active)) {
+    std::memcpy(s.logits.data(), raw, sizeof(float) * n);
+    ApplyLogitsProcessors(request, min_tokens_active, std::span<float>(s.logits.data(), n), s);
+    logits = s.logits.data();
   }
+  SampleResult result;
+  result.token = p.is_greedy() ? ArgmaxRow(logits, n)
+                               : SampleRandom(logits, n, p, u, s.weights.data(), s.cands);
+  if (result.token < 0) result.token = ArgmaxRow(logits, n);  // every weight was zero
   if (p.logprobs.has_value()) {
     const double lse = LogSumExp(raw, n);
     result.logprob = static_cast<float>(raw[result.token] - lse);

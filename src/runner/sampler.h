@@ -66,6 +66,9 @@ class Sampler {
   struct RowScratch;
   SampleResult SampleRow(const float* raw, int32_t vocab, const SamplingRequest& request,
                          RowScratch& scratch) const;
+  // min_tokens mask -> logit_bias -> repetition -> presence/frequency, in place.
+  void ApplyLogitsProcessors(const SamplingRequest& request, bool min_tokens_active,
+                             std::span<float> row, RowScratch& scratch) const;
   RowScratch& ScratchFor(int thread_idx, int32_t vocab);
 
   SamplerConfig config_;

@@ -1,68 +1,82 @@
 #include "runner/sampling_filters.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+
+#include "runner/vec_exp.h"
 
 namespace pagellm {
 namespace {
 
-// min_p keeps p_i >= min_p * p_max, i.e. exp(z_i - z_max) >= min_p.
-float Weight(float z, float z_max, float min_p) {
-  const float w = std::exp(z - z_max);
-  return w >= min_p ? w : 0.0f;
-}
+int32_t Exponent(float w) { return static_cast<int32_t>(std::bit_cast<uint32_t>(w) >> 23); }
 
-// Collects the nucleus from dense weights w without sorting the vocabulary: a
-// threshold pass gathers every weight >= t; once the gathered mass reaches
-// top_p * total, the nucleus (a prefix of the descending order) lies inside it,
-// because every weight left out is smaller than every weight gathered.
+// Collects the nucleus from dense weights w (all in [0, 1]) without sorting the
+// vocabulary. Pass 1 sums the mass per binade (float exponent). Walking binades from
+// the top finds the one where the cumulative mass reaches top_p * total: every weight
+// in a higher binade is kept, and only that boundary binade is sorted to find where
+// the prefix stops. The result is the nucleus, unordered except for the boundary part.
 void GatherTopP(const float* w, int32_t n, double top_p, double total,
                 std::vector<Candidate>& cands) {
-  static constexpr float kThresholds[] = {1e-3f, 1e-6f, 0.0f};
-  for (float t : kThresholds) {
-    cands.clear();
-    double mass = 0.0;
-    for (int32_t i = 0; i < n; ++i) {
-      if (w[i] > 0.0f && w[i] >= t) {
-        cands.push_back({w[i], i});
-        mass += w[i];
-      }
-    }
-    if (mass >= top_p * total || t == 0.0f) break;
+  double binade_mass[256] = {};
+  for (int32_t i = 0; i < n; ++i) binade_mass[Exponent(w[i])] += w[i];
+  const double limit = top_p * total;
+  double mass_above = 0.0;
+  int32_t boundary = 255;
+  while (boundary > 1 && mass_above + binade_mass[boundary] < limit) {
+    mass_above += binade_mass[boundary--];
   }
-  KeepTopP(cands, top_p, total);
+  cands.clear();
+  std::vector<Candidate> edge;
+  for (int32_t i = 0; i < n; ++i) {
+    if (w[i] <= 0.0f) continue;
+    const int32_t e = Exponent(w[i]);
+    if (e > boundary) {
+      cands.push_back({w[i], i});
+    } else if (e == boundary) {
+      edge.push_back({w[i], i});
+    }
+  }
+  SortCandidatesDescending(edge);
+  double before = mass_above;
+  for (const Candidate& c : edge) {
+    if (!cands.empty() && before >= limit) break;
+    cands.push_back(c);
+    before += c.weight;
+  }
 }
 
 }  // namespace
 
-void ApplyTemperature(float* z, int32_t n, float temperature) {
-  // Division (not multiplication by 1/T) matches vLLM's logits.div_(temperature).
-  for (int32_t i = 0; i < n; ++i) z[i] /= temperature;
-}
-
-FilterResult FilterCandidates(float* z, int32_t n, const FilterSpec& spec,
+FilterResult FilterCandidates(const float* logits, int32_t n, float temperature,
+                              const FilterSpec& spec, float* weights,
                               std::vector<Candidate>& cands) {
   FilterResult result;
   cands.clear();
   if (spec.top_k > 0 && spec.top_k < n) {
-    CollectTopK(z, n, spec.top_k, cands);  // weights are still logits here
+    CollectTopK(logits, n, spec.top_k, cands);  // weights are still raw logits here
     if (cands.empty()) return result;
     float z_max = cands[0].weight;
     for (const Candidate& c : cands) z_max = std::max(z_max, c.weight);
-    for (Candidate& c : cands) result.total_weight += (c.weight = Weight(c.weight, z_max, spec.min_p));
+    // min_p keeps p_i >= min_p * p_max, i.e. exp(z_i/T - z_max/T) >= min_p.
+    const float shift = z_max / temperature;
+    for (Candidate& c : cands) {
+      const float w = std::exp(c.weight / temperature - shift);
+      c.weight = w >= spec.min_p ? w : 0.0f;
+    }
     std::erase_if(cands, [](const Candidate& c) { return c.weight <= 0.0f; });
-    if (spec.top_p < 1.0) KeepTopP(cands, spec.top_p, result.total_weight);
-    result.total_weight = 0.0;
     for (const Candidate& c : cands) result.total_weight += c.weight;
-    return result;
+    if (spec.top_p < 1.0) KeepTopP(cands, spec.top_p, result.total_weight);
+  } else {
+    const float z_max = MaxRow(logits, n);
+    result.dense = true;
+    if (std::isinf(z_max) && z_max < 0) return result;
+    result.total_weight =
+        ExpWeights(logits, n, temperature, z_max / temperature, spec.min_p, weights);
+    if (spec.top_p >= 1.0) return result;
+    GatherTopP(weights, n, spec.top_p, result.total_weight, cands);
+    result.dense = false;
   }
-  const float z_max = MaxRow(z, n);
-  result.dense = true;
-  if (std::isinf(z_max) && z_max < 0) return result;
-  for (int32_t i = 0; i < n; ++i) result.total_weight += (z[i] = Weight(z[i], z_max, spec.min_p));
-  if (spec.top_p >= 1.0) return result;
-  GatherTopP(z, n, spec.top_p, result.total_weight, cands);
-  result.dense = false;
   result.total_weight = 0.0;
   for (const Candidate& c : cands) result.total_weight += c.weight;
   return result;
