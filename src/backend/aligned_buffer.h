@@ -1,0 +1,50 @@
+// AlignedBuffer: an owned, zero-initialised, page-aligned block of host memory.
+//
+// Backends hand these out for workspaces, packed weights and the KV-cache arena.
+// Large buffers ask the kernel for transparent huge pages (fewer TLB misses when the
+// attention kernel walks a multi-GiB cache).
+//
+//   PAGELLM_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::Allocate(1 << 20));
+//   float* p = buf.as<float>();
+#pragma once
+
+#include <cstddef>
+#include <utility>
+
+#include "common/status.h"
+
+namespace pagellm {
+
+class AlignedBuffer {
+ public:
+  static constexpr size_t kAlignment = 4096;
+
+  AlignedBuffer() = default;
+  ~AlignedBuffer() { Release(); }
+  AlignedBuffer(AlignedBuffer&& other) noexcept { *this = std::move(other); }
+  AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
+    if (this != &other) {
+      Release();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+
+  // Fails with ResourceExhausted when the allocation fails. `bytes` may be 0.
+  static StatusOr<AlignedBuffer> Allocate(size_t bytes);
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data_); }
+
+ private:
+  void Release();
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace pagellm

@@ -1,0 +1,114 @@
+// Backend: the device abstraction the model is written against (memory + ops).
+//
+// Every op is a pure function of its arguments: no hidden state, no allocation in the
+// hot path, fp32 activations, weights in bf16/f16/f32 with fp32 accumulation. Each op
+// has a scalar twin in backend/reference that the conformance tests compare against.
+//
+//   PAGELLM_ASSIGN_OR_RETURN(Backend* be, BackendRegistry::Get("cpu"));
+//   PAGELLM_ASSIGN_OR_RETURN(auto wq, be->PrepareLinear(weights.q_proj, weights.q_bias));
+//   be->Linear(*wq, x, num_tokens, q);   // q [T, nh*hd] = x [T, H] · Wq^T + bq
+//
+// Linear weights go through PrepareLinear once at load so a backend can pack/reorder
+// them (oneDNN blocked layouts, int8 quantisation, device upload); the model never
+// looks inside a LinearWeight.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "backend/aligned_buffer.h"
+#include "backend/paged_kv_cache.h"
+#include "backend/rope_table.h"
+#include "common/status.h"
+#include "tensor/tensor_view.h"
+
+namespace pagellm {
+
+class Backend;
+
+// A linear layer's weight [N, K] (+ optional bias [N]) prepared for one backend.
+class LinearWeight {
+ public:
+  virtual ~LinearWeight() = default;
+  const Backend* backend() const { return backend_; }
+  int64_t out_features() const { return out_features_; }  // N
+  int64_t in_features() const { return in_features_; }    // K
+
+ protected:
+  LinearWeight(const Backend* backend, int64_t out_features, int64_t in_features)
+      : backend_(backend), out_features_(out_features), in_features_(in_features) {}
+
+ private:
+  const Backend* backend_;
+  int64_t out_features_;
+  int64_t in_features_;
+};
+
+// The mixed batch of one step as attention sees it (see model/forward_input.h).
+// Sequence s owns query rows [query_start_loc[s], query_start_loc[s+1]); its new
+// tokens sit at positions seq_lens[s] - num_new .. seq_lens[s] - 1.
+struct AttentionBatch {
+  std::span<const int32_t> query_start_loc;  // [num_seqs + 1]
+  std::span<const int32_t> seq_lens;         // [num_seqs]
+  std::span<const int32_t> block_tables;     // [num_seqs, max_blocks_per_seq]
+  int32_t max_blocks_per_seq = 0;
+
+  int32_t num_seqs() const { return static_cast<int32_t>(seq_lens.size()); }
+};
+
+struct AttentionDims {
+  int64_t num_heads = 0;     // nh
+  int64_t num_kv_heads = 0;  // nkv; query head h reads kv head h / (nh / nkv)
+  int64_t head_dim = 0;      // hd
+  float scale = 1.0f;        // usually 1 / sqrt(hd)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // Host-visible, page-aligned, zeroed memory for workspaces.
+  virtual StatusOr<AlignedBuffer> Allocate(size_t bytes) { return AlignedBuffer::Allocate(bytes); }
+
+  // out [T, H] = float(table [V, H])[ids]. Precondition: 0 <= ids[t] < V.
+  virtual void Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) = 0;
+
+  // y[r] = weight * (x[r] * rsqrt(mean(x[r]^2) + eps)) for r < rows.
+  // x, y [rows, dim] (may alias); weight [dim] fp32. Per-head q/k norm: rows = T * heads, dim = hd.
+  virtual void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
+                       float* y) = 0;
+
+  // weight [N, K] bf16/f16/f32 (PyTorch layout); bias [N] (any float dtype) or empty.
+  // The views must outlive the returned object (a backend may keep pointing at them).
+  virtual StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight,
+                                                                const TensorView& bias) = 0;
+
+  // y [M, N] = x [M, K] · W^T (+ bias). Precondition: `weight` was prepared by this backend.
+  virtual void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) = 0;
+
+  // NeoX rotate-half RoPE in place over the first table.rotary_dim dims of every head.
+  // x [T, num_heads, head_dim]; positions [T], each < table.max_positions.
+  virtual void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads,
+                    int64_t head_dim, float* x) = 0;
+
+  // out[i] = silu(gate[i]) * up[i] for i < n (SwiGLU); out may alias gate.
+  virtual void SiluMul(const float* gate, const float* up, int64_t n, float* out) = 0;
+
+  // x[i] += y[i] for i < n (residual add).
+  virtual void AddInPlace(const float* y, int64_t n, float* x) = 0;
+
+  // cache.k/v[slot_mapping[t]] = k/v [T, nkv, hd] row t, converted to cache.dtype.
+  // Slots < 0 are skipped (padding). Precondition: slots < cache.num_slots().
+  virtual void WriteKv(const float* k, const float* v, std::span<const int64_t> slot_mapping,
+                       const KvLayerView& cache) = 0;
+
+  // out [T, nh, hd]: causal attention of q [T, nh, hd] over each sequence's cached
+  // context (which must already include this step's keys/values), fp32 softmax.
+  virtual void PagedAttention(const float* q, const KvLayerView& cache, const AttentionBatch& batch,
+                              const AttentionDims& dims, float* out) = 0;
+};
+
+}  // namespace pagellm

@@ -1,0 +1,262 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/dnnl_matmul.h"
+#include "backend/cpu/gemv.h"
+#include "backend/cpu/paged_attention_cpu.h"
+#include "common/logging.h"
+#include "tensor/half.h"
+
+namespace pagellm {
+namespace {
+
+class CpuLinearWeight final : public LinearWeight {
+ public:
+  CpuLinearWeight(const Backend* be, const TensorView& w) : LinearWeight(be, w.dim(0), w.dim(1)), weight(w) {}
+  TensorView weight;                  // [N, K], borrowed (GEMV reads it in place)
+  std::vector<float> bias;            // [N] or empty
+  std::unique_ptr<DnnlMatmul> dnnl;   // packed copy for M > gemv_max_rows; may be null
+};
+
+// ---- AVX2 helpers -------------------------------------------------------------
+
+inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// exp(x) to ~2 ulp for x in [-87, 88] (Cephes-style: 2^n * poly(r), r = x - n ln2).
+inline __m256 Exp(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+// 8 floats -> 8 bf16, round to nearest even (same as F32ToBf16 for non-NaN input).
+inline __m128i ToBf16x8(__m256 v) {
+  __m256i bits = _mm256_castps_si256(v);
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  __m128i lo = _mm256_castsi256_si128(rounded), hi = _mm256_extracti128_si256(rounded, 1);
+  return _mm_packus_epi32(lo, hi);
+}
+
+// dst[i] = src[i] converted to `dtype`, i < n.
+void StoreRow(const float* src, int64_t n, DType dtype, void* dst) {
+  int64_t i = 0;
+  if (dtype == DType::kF32) {
+    std::copy(src, src + n, static_cast<float*>(dst));
+    return;
+  }
+  auto* out = static_cast<uint16_t*>(dst);
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(src + i);
+    __m128i h = dtype == DType::kBF16 ? ToBf16x8(v) : _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  }
+  for (; i < n; ++i) out[i] = dtype == DType::kBF16 ? F32ToBf16(src[i]) : F32ToF16(src[i]);
+}
+
+// dst[i] = float(src[i]), i < n.
+void LoadRow(const void* src, DType dtype, int64_t n, float* dst) {
+  if (dtype == DType::kF32) {
+    std::copy(static_cast<const float*>(src), static_cast<const float*>(src) + n, dst);
+    return;
+  }
+  const auto* in = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    __m256 v = dtype == DType::kF16
+                   ? _mm256_cvtph_ps(h)
+                   : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    _mm256_storeu_ps(dst + i, v);
+  }
+  for (; i < n; ++i) dst[i] = dtype == DType::kF16 ? F16ToF32(in[i]) : Bf16ToF32(in[i]);
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
+  if (options_.isa == CpuIsa::kAvx512 && !CpuSupportsAvx512Bf16()) {
+    PLOG_WARN("CpuBackend: AVX-512 BF16 requested but not supported; using avx2");
+    options_.isa = CpuIsa::kAvx2;
+  }
+}
+
+void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) {
+  const int64_t hidden = table.dim(1), vocab = table.dim(0);
+  const size_t elem = DTypeSize(table.dtype);
+  const int64_t num_ids = static_cast<int64_t>(ids.size());
+#pragma omp parallel for schedule(static) if (num_ids > 1)
+  for (int64_t t = 0; t < num_ids; ++t) {
+    const int32_t id = ids[static_cast<size_t>(t)];
+    PAGELLM_CHECK(id >= 0 && id < vocab);
+    LoadRow(static_cast<const char*>(table.data) + static_cast<size_t>(id * hidden) * elem, table.dtype, hidden,
+            out + t * hidden);
+  }
+}
+
+void CpuBackend::RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
+#pragma omp parallel for schedule(static) if (rows * dim > 16384)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= dim; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(xr + i), _mm256_loadu_ps(xr + i), acc);
+    float sum_sq = HorizontalSum(acc);
+    for (; i < dim; ++i) sum_sq += xr[i] * xr[i];
+    const float inv = 1.0f / std::sqrt(sum_sq / static_cast<float>(dim) + eps);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    for (i = 0; i + 8 <= dim; i += 8) {
+      _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_loadu_ps(weight + i), _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv)));
+    }
+    for (; i < dim; ++i) yr[i] = weight[i] * (xr[i] * inv);
+  }
+}
+
+StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorView& weight, const TensorView& bias) {
+  PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weight, bias));
+  auto prepared = std::make_unique<CpuLinearWeight>(this, weight);
+  if (!bias.empty()) {
+    prepared->bias.resize(static_cast<size_t>(bias.numel()));
+    LoadRow(bias.data, bias.dtype, bias.numel(), prepared->bias.data());
+  }
+  if (options_.use_dnnl) {
+    auto dnnl = DnnlMatmul::Create(weight);
+    if (dnnl.ok()) {
+      prepared->dnnl = std::move(dnnl).value();
+    } else {
+      PLOG_WARN("linear {}: {}; using GEMV kernels for all batch sizes", ShapeToString(weight.shape),
+                dnnl.status().ToString());
+    }
+  }
+  return std::unique_ptr<LinearWeight>(std::move(prepared));
+}
+
+void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) {
+  PAGELLM_CHECK(weight.backend() == this);
+  const auto& w = static_cast<const CpuLinearWeight&>(weight);
+  if (num_rows > options_.gemv_max_rows && w.dnnl != nullptr && w.dnnl->Run(x, num_rows, y)) {
+    if (!w.bias.empty()) {
+      const int64_t n = w.out_features();
+#pragma omp parallel for schedule(static) if (num_rows * n > 65536)
+      for (int64_t m = 0; m < num_rows; ++m) {
+        for (int64_t i = 0; i < n; ++i) y[m * n + i] += w.bias[static_cast<size_t>(i)];
+      }
+    }
+    return;
+  }
+  GemvArgs args{.x = x, .num_rows = num_rows, .k = w.in_features(), .w = w.weight.data,
+                .w_dtype = w.weight.dtype, .n = w.out_features(),
+                .bias = w.bias.empty() ? nullptr : w.bias.data(), .y = y};
+  if (options_.isa == CpuIsa::kAvx512) {
+    GemvAvx512(args);
+  } else {
+    GemvAvx2(args);
+  }
+}
+
+void CpuBackend::Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads,
+                      int64_t head_dim, float* x) {
+  const int64_t half = table.rotary_dim / 2;
+  const int64_t num_tokens = static_cast<int64_t>(positions.size());
+  PAGELLM_CHECK(table.rotary_dim <= head_dim);
+#pragma omp parallel for schedule(static) if (num_tokens > 4)
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const int32_t pos = positions[static_cast<size_t>(t)];
+    PAGELLM_CHECK(pos >= 0 && pos < table.max_positions);
+    const float* c = table.cos_row(pos);
+    const float* s = table.sin_row(pos);
+    for (int64_t h = 0; h < num_heads; ++h) {
+      float* x1 = x + (t * num_heads + h) * head_dim;
+      float* x2 = x1 + half;
+      int64_t j = 0;
+      for (; j + 8 <= half; j += 8) {
+        __m256 a = _mm256_loadu_ps(x1 + j), b = _mm256_loadu_ps(x2 + j);
+        __m256 cv = _mm256_loadu_ps(c + j), sv = _mm256_loadu_ps(s + j);
+        _mm256_storeu_ps(x1 + j, _mm256_fmsub_ps(a, cv, _mm256_mul_ps(b, sv)));
+        _mm256_storeu_ps(x2 + j, _mm256_fmadd_ps(b, cv, _mm256_mul_ps(a, sv)));
+      }
+      for (; j < half; ++j) {
+        float a = x1[j], b = x2[j];
+        x1[j] = a * c[j] - b * s[j];
+        x2[j] = b * c[j] + a * s[j];
+      }
+    }
+  }
+}
+
+void CpuBackend::SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t num_chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (num_chunks > 1)
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    int64_t i = c * kChunk;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= end; i += 8) {
+      __m256 g = _mm256_loadu_ps(gate + i);
+      __m256 e = Exp(_mm256_sub_ps(_mm256_setzero_ps(), g));
+      __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, e));
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < end; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  }
+}
+
+void CpuBackend::AddInPlace(const float* y, int64_t n, float* x) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void CpuBackend::WriteKv(const float* k, const float* v, std::span<const int64_t> slot_mapping,
+                         const KvLayerView& cache) {
+  const int64_t num_tokens = static_cast<int64_t>(slot_mapping.size());
+  const int64_t nkv = cache.num_kv_heads, hd = cache.head_dim;
+  const size_t elem = DTypeSize(cache.dtype);
+#pragma omp parallel for schedule(static) if (num_tokens > 16)
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const int64_t slot = slot_mapping[static_cast<size_t>(t)];
+    if (slot < 0) continue;
+    PAGELLM_CHECK(slot < cache.num_slots());
+    for (int64_t h = 0; h < nkv; ++h) {
+      const size_t dst = static_cast<size_t>(cache.ElementIndex(slot / cache.block_size, h, slot % cache.block_size));
+      StoreRow(k + (t * nkv + h) * hd, hd, cache.dtype, static_cast<char*>(cache.k) + dst * elem);
+      StoreRow(v + (t * nkv + h) * hd, hd, cache.dtype, static_cast<char*>(cache.v) + dst * elem);
+    }
+  }
+}
+
+void CpuBackend::PagedAttention(const float* q, const KvLayerView& cache, const AttentionBatch& batch,
+                                const AttentionDims& dims, float* out) {
+  PAGELLM_CHECK(dims.head_dim == cache.head_dim && dims.num_kv_heads == cache.num_kv_heads &&
+                dims.num_heads % dims.num_kv_heads == 0);
+  if (dims.head_dim % 16 != 0 || dims.head_dim > 512 || cache.block_size > 256) {
+    fallback_.PagedAttention(q, cache, batch, dims, out);
+  } else if (options_.isa == CpuIsa::kAvx512) {
+    PagedAttentionAvx512(q, cache, batch, dims, out);
+  } else {
+    PagedAttentionAvx2(q, cache, batch, dims, out);
+  }
+}
+
+}  // namespace pagellm

@@ -1,0 +1,57 @@
+// CpuBackend: the optimised CPU implementation of Backend (OpenMP + SIMD + oneDNN).
+//
+// Linear layers: M <= gemv_max_rows runs the hand-written GEMV (gemv.h; memory-bound
+// decode), larger M runs oneDNN matmul on weights packed at PrepareLinear
+// (dnnl_matmul.h). Linear and attention have AVX2 and AVX-512 kernels picked by `isa`;
+// the element-wise ops (norm, RoPE, SiLU, KV writes) are AVX2 code on both paths since
+// they are a small share of the time. All threading is OpenMP, the same pool oneDNN
+// uses, so the two never oversubscribe the cores.
+//
+//   CpuBackend cpu;                                   // DetectCpuIsa(), default split
+//   CpuBackend avx2({.isa = CpuIsa::kAvx2});          // force the baseline
+//   CpuBackend gemv_only({.gemv_max_rows = INT64_MAX});
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_isa.h"
+#include "backend/reference/reference_backend.h"
+
+namespace pagellm {
+
+struct CpuBackendOptions {
+  CpuIsa isa = DetectCpuIsa();
+  // Linear calls with at most this many rows use the GEMV kernels; more rows use
+  // oneDNN. Measured with linear_bench (see the report in the commit history): the
+  // hand-written GEMV wins up to about 4 rows on this class of machine.
+  int64_t gemv_max_rows = 4;
+  bool use_dnnl = true;  // false: GEMV kernels for every M
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(CpuBackendOptions options = {});
+  const CpuBackendOptions& options() const { return options_; }
+
+  std::string_view name() const override { return "cpu"; }
+  void Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) override;
+  void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) override;
+  StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight,
+                                                        const TensorView& bias) override;
+  void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) override;
+  void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads, int64_t head_dim,
+            float* x) override;
+  void SiluMul(const float* gate, const float* up, int64_t n, float* out) override;
+  void AddInPlace(const float* y, int64_t n, float* x) override;
+  void WriteKv(const float* k, const float* v, std::span<const int64_t> slot_mapping,
+               const KvLayerView& cache) override;
+  void PagedAttention(const float* q, const KvLayerView& cache, const AttentionBatch& batch,
+                      const AttentionDims& dims, float* out) override;
+
+ private:
+  CpuBackendOptions options_;
+  ReferenceBackend fallback_;  // for shapes the SIMD kernels do not cover (head_dim % 16 != 0)
+};
+
+}  // namespace pagellm

@@ -1,0 +1,28 @@
+// CpuIsa: which SIMD code path the CPU backend runs, chosen at run time.
+//
+// The whole project is compiled for the AVX2+FMA+F16C baseline; AVX-512 kernels are
+// compiled per function (#pragma GCC target) and only called when cpuid says so.
+// PAGELLM_ISA=avx2|avx512 forces a path (tests use it to exercise the baseline on
+// AVX-512 machines); asking for avx512 on a CPU without it falls back to avx2.
+//
+//   CpuIsa isa = DetectCpuIsa();   // honours PAGELLM_ISA
+#pragma once
+
+#include <string_view>
+
+namespace pagellm {
+
+enum class CpuIsa {
+  kAvx2,    // AVX2 + FMA + F16C
+  kAvx512,  // AVX-512 F/BW/VL + BF16 (vdpbf16ps)
+};
+
+std::string_view CpuIsaName(CpuIsa isa);
+
+// True when this CPU can run the kAvx512 kernels.
+bool CpuSupportsAvx512Bf16();
+
+// Best supported ISA, or the one PAGELLM_ISA asks for (if supported).
+CpuIsa DetectCpuIsa();
+
+}  // namespace pagellm

@@ -1,0 +1,198 @@
+#include "backend/reference/reference_backend.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tensor/half.h"
+
+namespace pagellm {
+
+float LoadElementAsF32(const void* data, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::kF32: return static_cast<const float*>(data)[i];
+    case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(data)[i]);
+    case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(data)[i]);
+    default: PAGELLM_CHECK(false && "unsupported dtype");
+  }
+  return 0.0f;
+}
+
+void StoreElementFromF32(void* data, DType dtype, int64_t i, float value) {
+  switch (dtype) {
+    case DType::kF32: static_cast<float*>(data)[i] = value; return;
+    case DType::kBF16: static_cast<uint16_t*>(data)[i] = F32ToBf16(value); return;
+    case DType::kF16: static_cast<uint16_t*>(data)[i] = F32ToF16(value); return;
+    default: PAGELLM_CHECK(false && "unsupported dtype");
+  }
+}
+
+Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias) {
+  auto is_float = [](DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; };
+  if (weight.empty() || weight.rank() != 2) {
+    return InvalidArgumentError(fmt::format("linear weight must be a 2-D [N, K] tensor, got {}",
+                                            ShapeToString(weight.shape)));
+  }
+  if (!is_float(weight.dtype)) {
+    return InvalidArgumentError(fmt::format("linear weight dtype {} is not supported", DTypeName(weight.dtype)));
+  }
+  if (!bias.empty() && (bias.numel() != weight.dim(0) || !is_float(bias.dtype))) {
+    return InvalidArgumentError(fmt::format("linear bias {} {} does not match weight {}", DTypeName(bias.dtype),
+                                            ShapeToString(bias.shape), ShapeToString(weight.shape)));
+  }
+  return OkStatus();
+}
+
+namespace {
+
+class ReferenceLinearWeight final : public LinearWeight {
+ public:
+  ReferenceLinearWeight(const Backend* be, const TensorView& w, const TensorView& b)
+      : LinearWeight(be, w.dim(0), w.dim(1)), weight(w), bias(b) {}
+  TensorView weight;  // [N, K]
+  TensorView bias;    // [N] or empty
+};
+
+}  // namespace
+
+void ReferenceBackend::Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) {
+  const int64_t hidden = table.dim(1);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    PAGELLM_CHECK(ids[t] >= 0 && ids[t] < table.dim(0));
+    for (int64_t h = 0; h < hidden; ++h) {
+      out[static_cast<int64_t>(t) * hidden + h] = LoadElementAsF32(table.data, table.dtype, ids[t] * hidden + h);
+    }
+  }
+}
+
+void ReferenceBackend::RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
+                               float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum_sq = 0.0;
+    for (int64_t i = 0; i < dim; ++i) sum_sq += static_cast<double>(x[r * dim + i]) * x[r * dim + i];
+    double inv = 1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps);
+    for (int64_t i = 0; i < dim; ++i) {
+      y[r * dim + i] = static_cast<float>(weight[i] * (x[r * dim + i] * inv));
+    }
+  }
+}
+
+StatusOr<std::unique_ptr<LinearWeight>> ReferenceBackend::PrepareLinear(const TensorView& weight,
+                                                                        const TensorView& bias) {
+  PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weight, bias));
+  return std::unique_ptr<LinearWeight>(new ReferenceLinearWeight(this, weight, bias));
+}
+
+void ReferenceBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) {
+  PAGELLM_CHECK(weight.backend() == this);
+  const auto& w = static_cast<const ReferenceLinearWeight&>(weight);
+  const int64_t n_out = w.out_features(), k_in = w.in_features();
+  for (int64_t m = 0; m < num_rows; ++m) {
+    for (int64_t n = 0; n < n_out; ++n) {
+      double acc = w.bias.empty() ? 0.0 : LoadElementAsF32(w.bias.data, w.bias.dtype, n);
+      for (int64_t k = 0; k < k_in; ++k) {
+        acc += static_cast<double>(x[m * k_in + k]) * LoadElementAsF32(w.weight.data, w.weight.dtype, n * k_in + k);
+      }
+      y[m * n_out + n] = static_cast<float>(acc);
+    }
+  }
+}
+
+void ReferenceBackend::Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads,
+                            int64_t head_dim, float* x) {
+  const int64_t half = table.rotary_dim / 2;
+  PAGELLM_CHECK(table.rotary_dim <= head_dim);
+  for (size_t t = 0; t < positions.size(); ++t) {
+    PAGELLM_CHECK(positions[t] >= 0 && positions[t] < table.max_positions);
+    const float* c = table.cos_row(positions[t]);
+    const float* s = table.sin_row(positions[t]);
+    for (int64_t h = 0; h < num_heads; ++h) {
+      float* head = x + (static_cast<int64_t>(t) * num_heads + h) * head_dim;
+      for (int64_t j = 0; j < half; ++j) {
+        float x1 = head[j], x2 = head[j + half];
+        head[j] = x1 * c[j] - x2 * s[j];
+        head[j + half] = x2 * c[j] + x1 * s[j];
+      }
+    }
+  }
+}
+
+void ReferenceBackend::SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    double g = gate[i];
+    out[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+  }
+}
+
+void ReferenceBackend::AddInPlace(const float* y, int64_t n, float* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void ReferenceBackend::WriteKv(const float* k, const float* v, std::span<const int64_t> slot_mapping,
+                               const KvLayerView& cache) {
+  for (size_t t = 0; t < slot_mapping.size(); ++t) {
+    int64_t slot = slot_mapping[t];
+    if (slot < 0) continue;
+    PAGELLM_CHECK(slot < cache.num_slots());
+    int64_t block = slot / cache.block_size, offset = slot % cache.block_size;
+    for (int64_t h = 0; h < cache.num_kv_heads; ++h) {
+      int64_t dst = cache.ElementIndex(block, h, offset);
+      int64_t src = (static_cast<int64_t>(t) * cache.num_kv_heads + h) * cache.head_dim;
+      for (int64_t d = 0; d < cache.head_dim; ++d) {
+        StoreElementFromF32(cache.k, cache.dtype, dst + d, k[src + d]);
+        StoreElementFromF32(cache.v, cache.dtype, dst + d, v[src + d]);
+      }
+    }
+  }
+}
+
+namespace {
+
+// One query row of one head against context tokens [0, num_ctx); two-pass softmax.
+void AttendOne(const float* q, const KvLayerView& cache, const int32_t* block_table, int64_t kv_head,
+               int64_t num_ctx, float scale, float* out) {
+  const int64_t hd = cache.head_dim;
+  std::vector<double> scores(static_cast<size_t>(num_ctx));
+  double max_score = -std::numeric_limits<double>::infinity();
+  for (int64_t t = 0; t < num_ctx; ++t) {
+    int64_t base = cache.ElementIndex(block_table[t / cache.block_size], kv_head, t % cache.block_size);
+    double dot = 0.0;
+    for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * LoadElementAsF32(cache.k, cache.dtype, base + d);
+    scores[static_cast<size_t>(t)] = dot * scale;
+    max_score = std::max(max_score, scores[static_cast<size_t>(t)]);
+  }
+  double denom = 0.0;
+  for (double& s : scores) denom += (s = std::exp(s - max_score));
+  std::vector<double> acc(static_cast<size_t>(hd), 0.0);
+  for (int64_t t = 0; t < num_ctx; ++t) {
+    int64_t base = cache.ElementIndex(block_table[t / cache.block_size], kv_head, t % cache.block_size);
+    double p = scores[static_cast<size_t>(t)] / denom;
+    for (int64_t d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] += p * LoadElementAsF32(cache.v, cache.dtype, base + d);
+  }
+  for (int64_t d = 0; d < hd; ++d) out[d] = static_cast<float>(acc[static_cast<size_t>(d)]);
+}
+
+}  // namespace
+
+void ReferenceBackend::PagedAttention(const float* q, const KvLayerView& cache, const AttentionBatch& batch,
+                                      const AttentionDims& dims, float* out) {
+  const int64_t nh = dims.num_heads, hd = dims.head_dim, group = nh / dims.num_kv_heads;
+  PAGELLM_CHECK(hd == cache.head_dim && dims.num_kv_heads == cache.num_kv_heads && nh % dims.num_kv_heads == 0);
+  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
+    const int32_t q_begin = batch.query_start_loc[static_cast<size_t>(s)];
+    const int32_t q_end = batch.query_start_loc[static_cast<size_t>(s) + 1];
+    const int32_t seq_len = batch.seq_lens[static_cast<size_t>(s)];
+    const int32_t* table = batch.block_tables.data() + static_cast<int64_t>(s) * batch.max_blocks_per_seq;
+    for (int32_t i = q_begin; i < q_end; ++i) {
+      const int64_t num_ctx = seq_len - (q_end - i) + 1;  // causal: keys up to this token's position
+      PAGELLM_CHECK(num_ctx >= 1);
+      for (int64_t h = 0; h < nh; ++h) {
+        AttendOne(q + (i * nh + h) * hd, cache, table, h / group, num_ctx, dims.scale, out + (i * nh + h) * hd);
+      }
+    }
+  }
+}
+
+}  // namespace pagellm

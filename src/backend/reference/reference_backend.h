@@ -1,0 +1,41 @@
+// ReferenceBackend: plain scalar C++ for every Backend op; slow and obviously correct.
+//
+// It is the oracle of the conformance tests (tests/conformance) and of the model tests.
+// Reductions accumulate in double, softmax is the textbook two-pass form, nothing is
+// threaded or vectorised on purpose.
+//
+//   ReferenceBackend ref;
+//   ref.RmsNorm(x, w, rows, dim, 1e-6f, y);
+#pragma once
+
+#include "backend/backend.h"
+
+namespace pagellm {
+
+// Reads element i of a bf16/f16/f32 array as float.
+float LoadElementAsF32(const void* data, DType dtype, int64_t i);
+// Writes value to element i of a bf16/f16/f32 array (round-to-nearest-even).
+void StoreElementFromF32(void* data, DType dtype, int64_t i, float value);
+
+class ReferenceBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "reference"; }
+  void Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) override;
+  void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) override;
+  StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight,
+                                                        const TensorView& bias) override;
+  void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) override;
+  void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads, int64_t head_dim,
+            float* x) override;
+  void SiluMul(const float* gate, const float* up, int64_t n, float* out) override;
+  void AddInPlace(const float* y, int64_t n, float* x) override;
+  void WriteKv(const float* k, const float* v, std::span<const int64_t> slot_mapping,
+               const KvLayerView& cache) override;
+  void PagedAttention(const float* q, const KvLayerView& cache, const AttentionBatch& batch,
+                      const AttentionDims& dims, float* out) override;
+};
+
+// Checks a linear weight/bias pair (rank, dtype, matching N); shared by backends.
+Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias);
+
+}  // namespace pagellm

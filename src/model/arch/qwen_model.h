@@ -1,0 +1,89 @@
+// QwenModel: the dense Qwen2 / Qwen3 forward pass over a paged KV cache.
+//
+// One call runs one scheduler step: a flat, mixed batch of prefill chunks and decode
+// rows (ForwardInput), writes their keys/values into the cache and returns logits for
+// the rows the sampler needs. Math follows docs/qwen-architectures.md §2-3:
+//   h = embed[ids]
+//   per layer: h += o_proj(attn(rope(qk_norm?(q/k/v_proj(rmsnorm(h))))))
+//              h += down(silu(gate(rmsnorm(h))) * up(rmsnorm(h)))
+//   logits[logits_indices] = lm_head(rmsnorm(h[logits_indices]))
+// Qwen2: q/k/v biases. Qwen3: per-head q_norm/k_norm before RoPE, optional biases.
+// Activations and the residual stream are fp32 (HF keeps bf16; see the report).
+// All workspaces are allocated in Create, sized for `max_num_tokens` rows.
+//
+//   PAGELLM_ASSIGN_OR_RETURN(auto model, QwenModel::Create(config, weights, *backend, 2048));
+//   PAGELLM_ASSIGN_OR_RETURN(auto kv, PagedKvCache::Create(model->MakeKvCacheSpec(1024, 16)));
+//   std::vector<float> logits(input.logits_indices.size() * config.vocab_size);
+//   PAGELLM_RETURN_IF_ERROR(model->Forward(input, *kv, logits.data()));
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/forward_input.h"
+#include "model/weights.h"
+
+namespace pagellm {
+
+class QwenModel {
+ public:
+  // Validates every weight shape against `config` and prepares linear weights on
+  // `backend` (which must outlive the model, as must `weights`' storage).
+  static StatusOr<std::unique_ptr<QwenModel>> Create(const ModelConfig& config, const ModelWeights& weights,
+                                                     Backend& backend, int32_t max_num_tokens);
+
+  // logits: [input.logits_indices.size(), vocab_size], row i for token row
+  // logits_indices[i]. Fails with InvalidArgument on inconsistent input (sizes,
+  // positions vs seq_lens, ids/slots/blocks out of range, > max_num_tokens rows).
+  Status Forward(const ForwardInput& input, PagedKvCache& kv, float* logits);
+
+  // A cache layout matching this model (layers, kv heads, head_dim).
+  KvCacheSpec MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype = DType::kBF16) const;
+
+  const ModelConfig& config() const { return config_; }
+  int32_t max_num_tokens() const { return max_num_tokens_; }
+  // Largest position + 1 the RoPE table covers.
+  int64_t max_positions() const { return rope_.max_positions; }
+
+ private:
+  struct Layer {
+    std::vector<float> input_norm, post_norm, q_norm, k_norm;  // fp32 copies; q/k_norm [hd] or empty
+    std::unique_ptr<LinearWeight> q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  };
+  // Row pointers into `workspace_`, each sized for max_num_tokens rows.
+  struct Buffers {
+    float* hidden;  // [T, H] residual stream
+    float* normed;  // [T, H]
+    float* q;       // [T, nh*hd]
+    float* k;       // [T, nkv*hd]
+    float* v;       // [T, nkv*hd]
+    float* attn;    // [T, nh*hd]
+    float* proj;    // [T, H] o_proj / down_proj output
+    float* gate;    // [T, I]
+    float* up;      // [T, I]
+  };
+
+  QwenModel(const ModelConfig& config, Backend& backend, int32_t max_num_tokens)
+      : config_(config), backend_(backend), max_num_tokens_(max_num_tokens) {}
+  Status PrepareWeights(const ModelWeights& weights);
+  Status AllocateWorkspace();
+  Status ValidateInput(const ForwardInput& input, const PagedKvCache& kv) const;
+  void RunAttention(const Layer& layer, int64_t layer_idx, const ForwardInput& input, PagedKvCache& kv);
+  void RunMlp(const Layer& layer, int64_t num_tokens);
+
+  ModelConfig config_;
+  Backend& backend_;
+  int32_t max_num_tokens_;
+  TensorView embed_tokens_;  // [V, H]
+  std::vector<Layer> layers_;
+  std::vector<float> final_norm_;  // [H]
+  std::unique_ptr<LinearWeight> lm_head_;
+  RopeTable rope_;
+  AlignedBuffer workspace_;
+  Buffers buf_{};
+};
+
+}  // namespace pagellm
