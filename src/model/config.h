@@ -52,6 +52,10 @@ struct ModelConfig {
   DType torch_dtype = DType::kBF16;
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // from config.json (generation_config overrides)
+  std::optional<int64_t> pad_token_id;
+  // Parsed for completeness; pagellm implements plain causal attention and refuses
+  // use_sliding_window=true (no released Qwen2/3 model sets it).
+  bool use_sliding_window = false;
 
   int64_t rotary_dim() const { return static_cast<int64_t>(head_dim * partial_rotary_factor); }
   int64_t q_size() const { return num_attention_heads * head_dim; }
@@ -64,5 +68,8 @@ StatusOr<ModelConfig> ParseModelConfig(const Json& json);
 
 // Reads `dir`/config.json.
 StatusOr<ModelConfig> LoadModelConfig(const std::string& dir);
+
+// "qwen3 L=28 H=1024 nh=16 nkv=8 hd=128 I=3072 V=151936 tied bf16" for log lines.
+std::string ModelConfigSummary(const ModelConfig& config);
 
 }  // namespace pagellm

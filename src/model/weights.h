@@ -3,6 +3,7 @@
 // Produced by the loaders (safetensors, GGUF, dummy) and consumed by the model code.
 // All views are row-major in PyTorch order: a linear layer is [out_features, in_features].
 // Optional tensors (biases, q/k norms) are empty views when absent.
+// Invariant after BindWeights/LoadModel: every non-empty view has dtype `dtype`.
 #pragma once
 
 #include <memory>
@@ -29,6 +30,7 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   TensorView norm;     // [H]
   TensorView lm_head;  // [V, H]; same data as embed_tokens when tied
+  DType dtype = DType::kBF16;  // element type shared by every view
 
   // Keeps the memory behind the views alive (mapped files, allocated buffers).
   std::vector<std::shared_ptr<const void>> storage;

@@ -1,0 +1,67 @@
+#include "model/convert.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tensor/half.h"
+
+namespace pagellm {
+namespace {
+
+float LoadAsFloat(const void* data, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::kF32: return static_cast<const float*>(data)[i];
+    case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(data)[i]);
+    case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(data)[i]);
+    default: PAGELLM_CHECK(false && "unsupported dtype");
+  }
+  return 0.0f;
+}
+
+void StoreFloat(void* data, DType dtype, int64_t i, float value) {
+  switch (dtype) {
+    case DType::kF32: static_cast<float*>(data)[i] = value; return;
+    case DType::kBF16: static_cast<uint16_t*>(data)[i] = F32ToBf16(value); return;
+    case DType::kF16: static_cast<uint16_t*>(data)[i] = F32ToF16(value); return;
+    default: PAGELLM_CHECK(false && "unsupported dtype");
+  }
+}
+
+}  // namespace
+
+void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  int64_t num_chunks = (n + grain - 1) / grain;
+  int64_t num_threads = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), num_chunks);
+  if (num_threads <= 1) {
+    fn(0, n);
+    return;
+  }
+  int64_t chunks_per_thread = (num_chunks + num_threads - 1) / num_threads;
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < num_threads; ++t) {
+    int64_t begin = t * chunks_per_thread * grain;
+    int64_t end = std::min(n, (t + 1) * chunks_per_thread * grain);
+    if (begin >= end) break;
+    threads.emplace_back([&fn, begin, end] { fn(begin, end); });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+void ConvertTensor(const TensorView& src, const TensorView& dst) {
+  PAGELLM_CHECK(src.numel() == dst.numel());
+  if (src.dtype == dst.dtype) {
+    std::memcpy(dst.data, src.data, src.nbytes());
+    return;
+  }
+  ParallelFor(src.numel(), 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) StoreFloat(dst.data, dst.dtype, i, LoadAsFloat(src.data, src.dtype, i));
+  });
+}
+
+float ReadElementAsFloat(const TensorView& view, int64_t i) { return LoadAsFloat(view.data, view.dtype, i); }
+
+}  // namespace pagellm

@@ -1,0 +1,40 @@
+// LoadModel: the one call that turns a model directory (or just a config for
+// `--load-format dummy`) into config + generation defaults + weights.
+//
+//   LoadOptions options;
+//   options.model_path = "/models/qwen3-0.6b";
+//   options.dtype = "float32";                    // vLLM's --dtype; "auto" keeps bf16
+//   PAGELLM_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options));
+//   // model.weights views point into the mapped safetensors (or into converted copies)
+//
+// Logs one line per load (tensors, bytes, dtype, seconds) and, when stderr is a TTY,
+// draws a progress bar over the shards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "model/config.h"
+#include "model/generation_config.h"
+#include "model/weights.h"
+
+namespace pagellm {
+
+struct LoadOptions {
+  std::string model_path;
+  std::string load_format = "auto";  // auto | safetensors | dummy
+  std::string dtype = "auto";        // auto | bfloat16 | float16 | float32 (and aliases)
+  uint64_t seed = 0;                 // dummy weights only
+};
+
+struct LoadedModel {
+  ModelConfig config;
+  GenerationConfig generation_config;
+  ModelWeights weights;
+  std::string tokenizer_path;  // directory containing tokenizer.json; empty if none
+};
+
+StatusOr<LoadedModel> LoadModel(const LoadOptions& options);
+
+}  // namespace pagellm

@@ -1,0 +1,158 @@
+#include "model/weight_binding.h"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "model/convert.h"
+#include "model/weight_spec.h"
+
+namespace pagellm {
+namespace {
+
+// The ModelWeights field a spec binds to.
+TensorView* SlotFor(ModelWeights& w, const WeightSpec& spec) {
+  switch (spec.role) {
+    case WeightRole::kEmbedding: return &w.embed_tokens;
+    case WeightRole::kLmHead: return &w.lm_head;
+    case WeightRole::kFinalNorm: return &w.norm;
+    default: break;
+  }
+  LayerWeights& l = w.layers[static_cast<size_t>(spec.layer_idx)];
+  std::string prefix = fmt::format("model.layers.{}.", spec.layer_idx);
+  std::string suffix = spec.name.substr(prefix.size());
+  static const std::map<std::string, TensorView LayerWeights::*> kFields = {
+      {"input_layernorm.weight", &LayerWeights::input_layernorm},
+      {"self_attn.q_proj.weight", &LayerWeights::q_proj},
+      {"self_attn.k_proj.weight", &LayerWeights::k_proj},
+      {"self_attn.v_proj.weight", &LayerWeights::v_proj},
+      {"self_attn.q_proj.bias", &LayerWeights::q_bias},
+      {"self_attn.k_proj.bias", &LayerWeights::k_bias},
+      {"self_attn.v_proj.bias", &LayerWeights::v_bias},
+      {"self_attn.o_proj.weight", &LayerWeights::o_proj},
+      {"self_attn.o_proj.bias", &LayerWeights::o_bias},
+      {"self_attn.q_norm.weight", &LayerWeights::q_norm},
+      {"self_attn.k_norm.weight", &LayerWeights::k_norm},
+      {"post_attention_layernorm.weight", &LayerWeights::post_attention_layernorm},
+      {"mlp.gate_proj.weight", &LayerWeights::gate_proj},
+      {"mlp.up_proj.weight", &LayerWeights::up_proj},
+      {"mlp.down_proj.weight", &LayerWeights::down_proj},
+  };
+  auto it = kFields.find(suffix);
+  PAGELLM_CHECK(it != kFields.end());
+  return &(l.*(it->second));
+}
+
+bool IsFloatDtype(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16 || dtype == DType::kF32; }
+
+// Every distinct non-empty view, with lm_head skipped when it aliases the embedding.
+std::vector<TensorView*> AllViews(ModelWeights& w) {
+  std::vector<TensorView*> views = {&w.embed_tokens, &w.norm};
+  if (w.lm_head.data != w.embed_tokens.data) views.push_back(&w.lm_head);
+  for (LayerWeights& l : w.layers) {
+    for (TensorView* v : {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias, &l.v_bias,
+                          &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm, &l.gate_proj,
+                          &l.up_proj, &l.down_proj}) {
+      views.push_back(v);
+    }
+  }
+  std::vector<TensorView*> present;
+  for (TensorView* v : views) {
+    if (!v->empty()) present.push_back(v);
+  }
+  return present;
+}
+
+void WarnAboutExtras(const TensorSource& source, const std::set<std::string>& used) {
+  std::vector<std::string> extras;
+  for (const std::string& name : source.Names()) {
+    if (used.count(name) == 0) extras.push_back(name);
+  }
+  if (extras.empty()) return;
+  PLOG_WARN("ignoring {} checkpoint tensor(s) the model does not use, e.g. '{}'", extras.size(), extras.front());
+}
+
+}  // namespace
+
+StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source) {
+  ModelWeights w;
+  w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  std::set<std::string> used;
+  std::map<DType, int> dtype_counts;
+  for (const WeightSpec& spec : ListWeightSpecs(config)) {
+    const TensorView* view = source.Find(spec.name);
+    if (view == nullptr) {
+      return NotFoundError(fmt::format("checkpoint is missing tensor '{}' (expected shape {})", spec.name,
+                                       ShapeToString(spec.shape)));
+    }
+    if (view->shape != spec.shape) {
+      return InvalidArgumentError(fmt::format("tensor '{}' in {} has shape {} but the config implies {}", spec.name,
+                                              source.Origin(spec.name), ShapeToString(view->shape),
+                                              ShapeToString(spec.shape)));
+    }
+    if (!IsFloatDtype(view->dtype)) {
+      return InvalidArgumentError(fmt::format("tensor '{}' in {} has dtype {}; expected bf16, f16 or f32", spec.name,
+                                              source.Origin(spec.name), DTypeName(view->dtype)));
+    }
+    *SlotFor(w, spec) = *view;
+    used.insert(spec.name);
+    ++dtype_counts[view->dtype];
+  }
+  if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
+  WarnAboutExtras(source, used);
+  w.storage = source.Storage();
+  DType majority = w.embed_tokens.dtype;
+  for (const auto& [dtype, count] : dtype_counts) {
+    if (count > dtype_counts[majority]) majority = dtype;
+  }
+  w.dtype = majority;
+  if (dtype_counts.size() > 1) {
+    PLOG_INFO("checkpoint mixes {} dtypes; converting all weights to {}", dtype_counts.size(), DTypeName(majority));
+    return ConvertWeights(w, majority);
+  }
+  return w;
+}
+
+StatusOr<ModelWeights> ConvertWeights(const ModelWeights& weights, DType dtype) {
+  if (!IsFloatDtype(dtype)) {
+    return InvalidArgumentError(fmt::format("cannot convert weights to {}", DTypeName(dtype)));
+  }
+  ModelWeights out = weights;
+  bool all_same = true;
+  for (TensorView* v : AllViews(out)) all_same = all_same && v->dtype == dtype;
+  if (all_same) {
+    out.dtype = dtype;
+    return out;
+  }
+  bool tied = weights.lm_head.data == weights.embed_tokens.data;
+  out.storage.clear();
+  for (TensorView* v : AllViews(out)) {
+    std::shared_ptr<void> buffer = AllocateAligned(static_cast<size_t>(v->numel()) * DTypeSize(dtype));
+    TensorView dst = *v;
+    dst.dtype = dtype;
+    dst.data = buffer.get();
+    ConvertTensor(*v, dst);
+    *v = dst;
+    out.storage.push_back(std::move(buffer));
+  }
+  if (tied) out.lm_head = out.embed_tokens;
+  out.dtype = dtype;
+  return out;
+}
+
+StatusOr<DType> ResolveDtype(const std::string& dtype, DType checkpoint_dtype) {
+  if (dtype.empty() || dtype == "auto") return checkpoint_dtype;
+  auto parsed = DTypeFromUserName(dtype);
+  if (!parsed.ok()) return parsed.status().WithPrefix("--dtype");
+  return *parsed;
+}
+
+uint64_t WeightBytes(const ModelWeights& weights) {
+  uint64_t total = 0;
+  for (TensorView* v : AllViews(const_cast<ModelWeights&>(weights))) total += v->nbytes();  // read only
+  return total;
+}
+
+}  // namespace pagellm

@@ -1,0 +1,37 @@
+// Weight binding: turns a bag of named tensors (a checkpoint) into ModelWeights,
+// checking every tensor against the config.
+//
+//   PAGELLM_ASSIGN_OR_RETURN(auto ckpt, SafetensorsCheckpoint::Open(dir));
+//   PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindWeights(config, *ckpt));
+//   PAGELLM_ASSIGN_OR_RETURN(weights, ConvertWeights(weights, DType::kF32));  // --dtype float32
+//
+// Names and shapes come from ListWeightSpecs (HF naming). A missing tensor, a wrong
+// shape or a dtype outside {bf16, f16, f32} fails naming the tensor and both shapes;
+// extra tensors (e.g. rotary inv_freq, lm_head of a tied model) only log a warning.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "model/config.h"
+#include "model/tensor_source.h"
+#include "model/weights.h"
+
+namespace pagellm {
+
+// Binds views into `source` (no copy). If the checkpoint mixes dtypes, every tensor
+// is converted to the majority dtype so ModelWeights has one dtype (see weights.h).
+StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source);
+
+// A copy of `weights` with every tensor converted to `dtype` (new buffers; tied
+// lm_head keeps sharing the embedding). Returns `weights` unchanged if already `dtype`.
+StatusOr<ModelWeights> ConvertWeights(const ModelWeights& weights, DType dtype);
+
+// Resolves a user `--dtype` ("auto", "bfloat16", "float16", "float32", "half", ...)
+// against the checkpoint's dtype: "auto" keeps `checkpoint_dtype`.
+StatusOr<DType> ResolveDtype(const std::string& dtype, DType checkpoint_dtype);
+
+// Bytes of all distinct tensors (tied lm_head counted once).
+uint64_t WeightBytes(const ModelWeights& weights);
+
+}  // namespace pagellm

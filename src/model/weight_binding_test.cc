@@ -1,0 +1,162 @@
+#include "model/weight_binding.h"
+
+#include <gtest/gtest.h>
+
+#include "model/convert.h"
+#include "model/weight_spec.h"
+#include "tensor/half.h"
+
+namespace pagellm {
+namespace {
+
+ModelConfig SmallConfig(const std::string& type, bool tied) {
+  Json j = {{"model_type", type},       {"vocab_size", 50},        {"hidden_size", 16},
+            {"intermediate_size", 24},  {"num_hidden_layers", 2},  {"num_attention_heads", 4},
+            {"num_key_value_heads", 2}, {"tie_word_embeddings", tied}};
+  if (type == "qwen3") j["head_dim"] = 8;
+  return ParseModelConfig(j).value();
+}
+
+// A store with every expected tensor; element i of each tensor holds (i % 128) * 0.5 (exact in bf16).
+std::unique_ptr<TensorStore> FullStore(const ModelConfig& config, DType dtype) {
+  auto store = std::make_unique<TensorStore>();
+  for (const WeightSpec& spec : ListWeightSpecs(config)) {
+    TensorView& v = store->Allocate(spec.name, dtype, spec.shape);
+    TensorView f32{nullptr, DType::kF32, spec.shape};
+    std::vector<float> values(static_cast<size_t>(v.numel()));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 128) * 0.5f;
+    f32.data = values.data();
+    ConvertTensor(f32, v);
+  }
+  return store;
+}
+
+TEST(WeightSpecTest, Qwen2AndQwen3TensorLists) {
+  auto qwen2 = ListWeightSpecs(SmallConfig("qwen2", true));
+  EXPECT_EQ(qwen2.size(), 1u + 2 * 12 + 1);  // embed, 12 per layer (3 biases), norm; tied: no lm_head
+  EXPECT_EQ(qwen2[2].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(qwen2[2].shape, (std::vector<int64_t>{16, 16}));
+  auto qwen3 = ListWeightSpecs(SmallConfig("qwen3", false));
+  EXPECT_EQ(qwen3.size(), 1u + 2 * 11 + 2);  // 9 + q_norm/k_norm per layer, + lm_head
+  EXPECT_EQ(qwen3.back().name, "lm_head.weight");
+  EXPECT_EQ(qwen3[2].shape, (std::vector<int64_t>{32, 16}));  // q_proj [nh*hd, H]
+  EXPECT_EQ(qwen3[5].name, "model.layers.0.self_attn.o_proj.weight");
+  EXPECT_EQ(qwen3[5].shape, (std::vector<int64_t>{16, 32}));
+}
+
+TEST(WeightBindingTest, BindsEveryFieldWithoutCopying) {
+  ModelConfig config = SmallConfig("qwen2", true);
+  auto store = FullStore(config, DType::kBF16);
+  auto w = BindWeights(config, *store);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->dtype, DType::kBF16);
+  EXPECT_EQ(w->embed_tokens.data, store->Find("model.embed_tokens.weight")->data);
+  EXPECT_EQ(w->lm_head.data, w->embed_tokens.data);  // tied
+  ASSERT_EQ(w->layers.size(), 2u);
+  const LayerWeights& l1 = w->layers[1];
+  EXPECT_EQ(l1.k_bias.data, store->Find("model.layers.1.self_attn.k_proj.bias")->data);
+  EXPECT_EQ(l1.down_proj.data, store->Find("model.layers.1.mlp.down_proj.weight")->data);
+  EXPECT_EQ(l1.down_proj.shape, (std::vector<int64_t>{16, 24}));
+  EXPECT_TRUE(l1.o_bias.empty());
+  EXPECT_TRUE(l1.q_norm.empty());
+  EXPECT_FALSE(w->storage.empty());
+}
+
+TEST(WeightBindingTest, Qwen3UntiedHasNormsAndSeparateHead) {
+  ModelConfig config = SmallConfig("qwen3", false);
+  auto store = FullStore(config, DType::kF32);
+  auto w = BindWeights(config, *store);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->lm_head.data, store->Find("lm_head.weight")->data);
+  EXPECT_NE(w->lm_head.data, w->embed_tokens.data);
+  EXPECT_EQ(w->layers[0].q_norm.shape, std::vector<int64_t>{8});
+  EXPECT_TRUE(w->layers[0].q_bias.empty());
+}
+
+TEST(WeightBindingTest, MissingTensorIsNamed) {
+  ModelConfig config = SmallConfig("qwen3", false);
+  auto full = FullStore(config, DType::kBF16);
+  TensorStore partial;
+  for (const std::string& name : full->Names()) {
+    if (name == "model.layers.1.self_attn.k_norm.weight") continue;
+    const TensorView* v = full->Find(name);
+    partial.Allocate(name, v->dtype, v->shape);
+  }
+  auto w = BindWeights(config, partial);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(w.status().message().find("'model.layers.1.self_attn.k_norm.weight'"), std::string::npos);
+  EXPECT_NE(w.status().message().find("[8]"), std::string::npos);
+}
+
+TEST(WeightBindingTest, WrongShapeShowsBothShapes) {
+  ModelConfig config = SmallConfig("qwen2", true);
+  auto store = FullStore(config, DType::kBF16);
+  store->Allocate("model.layers.0.mlp.up_proj.weight", DType::kBF16, {16, 24});  // transposed
+  auto w = BindWeights(config, *store);
+  ASSERT_FALSE(w.ok());
+  const std::string& m = w.status().message();
+  EXPECT_NE(m.find("'model.layers.0.mlp.up_proj.weight'"), std::string::npos) << m;
+  EXPECT_NE(m.find("[16, 24]"), std::string::npos) << m;
+  EXPECT_NE(m.find("[24, 16]"), std::string::npos) << m;
+}
+
+TEST(WeightBindingTest, WrongDtypeFailsExtrasAreIgnored) {
+  ModelConfig config = SmallConfig("qwen2", true);
+  auto store = FullStore(config, DType::kBF16);
+  store->Allocate("model.layers.0.self_attn.rotary_emb.inv_freq", DType::kF32, {2});
+  store->Allocate("lm_head.weight", DType::kBF16, {50, 16});  // present although tied
+  EXPECT_TRUE(BindWeights(config, *store).ok());
+  store->Allocate("model.norm.weight", DType::kI32, {16});
+  auto w = BindWeights(config, *store);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("'model.norm.weight'"), std::string::npos);
+  EXPECT_NE(w.status().message().find("i32"), std::string::npos);
+}
+
+TEST(WeightBindingTest, ConvertWeightsChangesDtypeAndKeepsValues) {
+  ModelConfig config = SmallConfig("qwen2", true);
+  auto store = FullStore(config, DType::kBF16);
+  ModelWeights bf16 = BindWeights(config, *store).value();
+  auto f32 = ConvertWeights(bf16, DType::kF32);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_EQ(f32->dtype, DType::kF32);
+  EXPECT_EQ(f32->layers[1].v_bias.dtype, DType::kF32);
+  EXPECT_EQ(f32->lm_head.data, f32->embed_tokens.data);
+  EXPECT_NE(f32->embed_tokens.data, bf16.embed_tokens.data);
+  for (int64_t i : {0, 1, 7, 333, 799}) {
+    EXPECT_EQ(f32->embed_tokens.as<float>()[i], Bf16ToF32(bf16.embed_tokens.as<uint16_t>()[i])) << i;
+    EXPECT_EQ(f32->embed_tokens.as<float>()[i], static_cast<float>(i % 128) * 0.5f) << i;
+  }
+  EXPECT_EQ(WeightBytes(*f32), 2 * WeightBytes(bf16));
+  // f32 -> f16 rounds as F32ToF16 does.
+  f32->norm.as<float>()[3] = 0.1f;
+  auto f16 = ConvertWeights(*f32, DType::kF16);
+  ASSERT_TRUE(f16.ok());
+  EXPECT_EQ(f16->norm.as<uint16_t>()[3], F32ToF16(0.1f));
+  EXPECT_FALSE(ConvertWeights(bf16, DType::kI8).ok());
+}
+
+TEST(WeightBindingTest, MixedDtypesAreUnifiedToTheMajority) {
+  ModelConfig config = SmallConfig("qwen3", false);
+  auto store = FullStore(config, DType::kBF16);
+  TensorView& norm = store->Allocate("model.norm.weight", DType::kF32, {16});
+  norm.as<float>()[0] = 1.25f;
+  auto w = BindWeights(config, *store);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->dtype, DType::kBF16);
+  EXPECT_EQ(w->norm.dtype, DType::kBF16);
+  EXPECT_EQ(Bf16ToF32(w->norm.as<uint16_t>()[0]), 1.25f);
+}
+
+TEST(WeightBindingTest, ResolveDtype) {
+  EXPECT_EQ(ResolveDtype("auto", DType::kBF16).value(), DType::kBF16);
+  EXPECT_EQ(ResolveDtype("float32", DType::kBF16).value(), DType::kF32);
+  EXPECT_EQ(ResolveDtype("half", DType::kBF16).value(), DType::kF16);
+  auto bad = ResolveDtype("int4", DType::kBF16);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--dtype"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pagellm
