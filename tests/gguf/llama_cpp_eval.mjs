@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// Loads a GGUF with llama.cpp (node-llama-cpp's prebuilt CPU binaries; never downloads or
+// builds anything) and prints, as JSON, the next-token distribution after every position
+// of a token sequence: the logits reference for pagellm's parity tests.
+//
+//   node tests/gguf/llama_cpp_eval.mjs --model M.gguf --tokens 9707,11,1879 [--top-k 10]
+//        [--full-out logprobs.json] [--text "Hello"] [--threads 2]
+//
+// Output: {n_vocab, tokens, text_tokens?, positions: [{pos, argmax, top: [[id, logprob], ...]}]}
+// node-llama-cpp exposes no raw logits; with temperature 0 its sampler returns softmax over
+// the full vocabulary of the raw logits, so logprob = log(p) = logit - logsumexp(logits)
+// (comparisons should use log_softmax of pagellm's logits). --full-out writes every
+// position's full logprob vector (n_vocab floats, -Infinity written as null).
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, "../../.refs/package.json"));
+const { getLlama, LlamaLogLevel } = await import(require.resolve("node-llama-cpp"));
+
+function parseArgs(argv) {
+  const args = { topK: 10, threads: 2 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const [k, v] = [argv[i], argv[i + 1]];
+    if (k === "--model") args.model = v;
+    else if (k === "--tokens") args.tokens = v.split(",").filter((s) => s !== "").map(Number);
+    else if (k === "--text") args.text = v;
+    else if (k === "--top-k") args.topK = Number(v);
+    else if (k === "--full-out") args.fullOut = v;
+    else if (k === "--threads") args.threads = Number(v);
+    else throw new Error(`unknown argument ${k}`);
+  }
+  if (!args.model || (!args.tokens && args.text === undefined)) {
+    throw new Error("usage: llama_cpp_eval.mjs --model M.gguf (--tokens 1,2,3 | --text T) [--top-k K] [--full-out F]");
+  }
+  return args;
+}
+
+const args = parseArgs(process.argv.slice(2));
+const llama = await getLlama({
+  gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true,
+  progressLogs: false, logLevel: LlamaLogLevel.error,
+});
+const model = await llama.loadModel({ modelPath: args.model, gpuLayers: 0 });
+const out = {};
+let tokens = args.tokens;
+if (args.text !== undefined) {
+  out.text_tokens = Array.from(model.tokenize(args.text, true));
+  if (!tokens) tokens = out.text_tokens;
+}
+const context = await model.createContext({ contextSize: Math.max(64, tokens.length + 8), threads: args.threads });
+const sequence = context.getSequence();
+const input = tokens.map((t) => [t, { generateNext: { probabilities: true } }]);
+const results = await sequence.controlledEvaluate(input);
+
+out.tokens = tokens;
+out.positions = [];
+const full = [];
+for (let pos = 0; pos < tokens.length; ++pos) {
+  const probs = results[pos]?.next?.probabilities;
+  if (!probs) throw new Error(`no probabilities at position ${pos}`);
+  out.n_vocab = probs.size;
+  const top = [];
+  for (const [id, p] of probs) {  // sorted by probability, highest first
+    if (top.length >= args.topK) break;
+    top.push([id, Math.log(p)]);
+  }
+  out.positions.push({ pos, argmax: top[0][0], top });
+  if (args.fullOut) {
+    const lp = new Array(probs.size).fill(null);
+    for (const [id, p] of probs) lp[id] = p > 0 ? Math.log(p) : null;
+    full.push(lp);
+  }
+}
+if (args.fullOut) fs.writeFileSync(args.fullOut, JSON.stringify(full));
+console.log(JSON.stringify(out));
+await context.dispose();
+await model.dispose();
+await llama.dispose();
