@@ -1,8 +1,9 @@
 // linear_bench: throughput of CpuBackend::Linear for the shapes that dominate Qwen3-0.6B.
 //
 //   build-x/src/backend/cpu/linear_bench [avx2|avx512] [iters]
-// Prints GB/s of weight traffic for M=1 GEMV and GFLOP/s for M=16/64/512 (oneDNN),
-// bf16 weights. Not a test: numbers depend on the machine and its load.
+// Prints GB/s of weight traffic and GFLOP/s of the default split (GEMV for M <= 4,
+// oneDNN above) for bf16 weights, then the GEMV-vs-oneDNN crossover (M = 1..16) that
+// sets CpuBackendOptions::gemv_max_rows. Not a test: numbers depend on machine load.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -53,6 +54,24 @@ int main(int argc, char** argv) {
       std::printf("N=%6lld K=%5lld M=%4lld  %8.3f ms  %7.2f GB/s(weights)  %8.1f GFLOP/s\n",
                   static_cast<long long>(s.n), static_cast<long long>(s.k), static_cast<long long>(m), sec * 1e3,
                   gbs, gflops);
+    }
+  }
+  // Crossover: the same calls through GEMV only and oneDNN only.
+  CpuBackendOptions gemv_opts = opts, dnnl_opts = opts;
+  gemv_opts.use_dnnl = false;
+  dnnl_opts.gemv_max_rows = 0;
+  CpuBackend gemv_be(gemv_opts), dnnl_be(dnnl_opts);
+  for (Shape s : {Shape{3072, 1024}, Shape{1024, 3072}}) {
+    std::vector<uint16_t> wdata(static_cast<size_t>(s.n * s.k));
+    for (auto& v : wdata) v = F32ToBf16(dist(rng));
+    TensorView wv{wdata.data(), DType::kBF16, {s.n, s.k}};
+    auto wg = gemv_be.PrepareLinear(wv, TensorView{});
+    auto wd = dnnl_be.PrepareLinear(wv, TensorView{});
+    std::vector<float> x(static_cast<size_t>(16 * s.k), 0.5f), y(static_cast<size_t>(16 * s.n));
+    for (int64_t m : {1, 2, 3, 4, 5, 6, 8, 16}) {
+      double tg = TimeLinear(gemv_be, **wg, x, m, y, iters), td = TimeLinear(dnnl_be, **wd, x, m, y, iters);
+      std::printf("crossover N=%5lld K=%5lld M=%3lld  gemv %.3f ms  onednn %.3f ms\n", static_cast<long long>(s.n),
+                  static_cast<long long>(s.k), static_cast<long long>(m), tg * 1e3, td * 1e3);
     }
   }
   return 0;
