@@ -124,10 +124,10 @@ StatusOr<ChatTemplate> ChatTemplate::FromTokenizerConfig(const std::string& path
   return t;
 }
 
-StatusOr<ChatTemplate> ChatTemplate::FromModelDir(const std::string& model_dir) {
+StatusOr<ChatTemplate> ChatTemplate::FromModelDir(const std::string& model_dir, const std::string& template_path) {
   std::string config_path = model_dir + "/tokenizer_config.json";
-  std::string jinja_path = model_dir + "/chat_template.jinja";
-  if (!std::filesystem::exists(jinja_path)) return FromTokenizerConfig(config_path);
+  std::string jinja_path = template_path.empty() ? model_dir + "/chat_template.jinja" : template_path;
+  if (template_path.empty() && !std::filesystem::exists(jinja_path)) return FromTokenizerConfig(config_path);
   OrderedJson tokens = OrderedJson::object();
   if (std::filesystem::exists(config_path)) {
     PAGELLM_ASSIGN_OR_RETURN(OrderedJson config, ReadOrderedJson(config_path));

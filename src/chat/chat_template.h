@@ -32,8 +32,9 @@ class ChatTemplate {
   // from which "default" is taken) plus its special tokens.
   static StatusOr<ChatTemplate> FromTokenizerConfig(const std::string& tokenizer_config_json_path);
   // A model directory: tokenizer_config.json for special tokens; the template comes
-  // from chat_template.jinja when present (transformers gives that file precedence).
-  static StatusOr<ChatTemplate> FromModelDir(const std::string& model_dir);
+  // from `template_path` if given, else chat_template.jinja when present
+  // (transformers gives that file precedence), else tokenizer_config.json.
+  static StatusOr<ChatTemplate> FromModelDir(const std::string& model_dir, const std::string& template_path = "");
   // Empty bos/eos strings leave those variables undefined.
   static StatusOr<ChatTemplate> FromString(std::string source, std::string bos_token, std::string eos_token);
   // `special_tokens`: object of name -> string, list of strings, or null (skipped).
@@ -49,6 +50,8 @@ class ChatTemplate {
                                const OrderedJson& extra_kwargs) const;
 
   const std::string& source() const { return source_; }
+  // Special tokens given to the template (object of name -> string or list).
+  const OrderedJson& special_tokens() const { return special_tokens_; }
 
  private:
   ChatTemplate() = default;
