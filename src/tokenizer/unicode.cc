@@ -158,6 +158,7 @@ size_t CompleteUtf8PrefixLength(std::string_view bytes) {
   for (size_t back = 1; back <= 3 && back <= n; ++back) {
     uint8_t c = static_cast<uint8_t>(bytes[n - back]);
     if (c >= 0x80 && c < 0xC0) continue;  // continuation byte: keep looking
+    if (c < 0xC2 || c > 0xF4) return n;    // ASCII or a byte that never starts a sequence
     // Found a non-continuation byte; the tail is pending iff it is a valid prefix
     // that ran out of input (CheckSequence reports the end of input as -k with
     // i + k == n).
