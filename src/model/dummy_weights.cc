@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -49,11 +50,20 @@ float RowFactor(uint64_t key, int64_t row) {
   return static_cast<float>(std::exp(kRowLogSigma * z - kRowLogSigma * kRowLogSigma));
 }
 
-void Store(std::byte* out, DType dtype, int64_t i, float v) {
+// Writes `n` floats as `dtype` starting at element `offset` (the switch runs once per row).
+void StoreRow(const float* src, int64_t n, std::byte* out, DType dtype, int64_t offset) {
   switch (dtype) {
-    case DType::kF32: reinterpret_cast<float*>(out)[i] = v; return;
-    case DType::kBF16: reinterpret_cast<uint16_t*>(out)[i] = F32ToBf16(v); return;
-    case DType::kF16: reinterpret_cast<uint16_t*>(out)[i] = F32ToF16(v); return;
+    case DType::kF32: std::copy(src, src + n, reinterpret_cast<float*>(out) + offset); return;
+    case DType::kBF16: {
+      uint16_t* dst = reinterpret_cast<uint16_t*>(out) + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = F32ToBf16(src[i]);
+      return;
+    }
+    case DType::kF16: {
+      uint16_t* dst = reinterpret_cast<uint16_t*>(out) + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = F32ToF16(src[i]);
+      return;
+    }
     default: PAGELLM_CHECK(false && "dummy weights must be bf16, f16 or f32");
   }
 }
@@ -95,12 +105,12 @@ void FillDummyTensor(const ModelConfig& config, const WeightSpec& spec, uint64_t
   const int64_t rows = numel / cols;
   std::byte* dst = out.data();
   ParallelFor(rows, std::max<int64_t>(1, 65536 / cols), [&](int64_t r0, int64_t r1) {
+    std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       float scale = init.stddev * (init.lognormal_rows ? RowFactor(key, r) : 1.0f);
-      for (int64_t c = 0; c < cols; ++c) {
-        int64_t i = r * cols + c;
-        Store(dst, dtype, i, init.mean + scale * UnitUniform(key, static_cast<uint64_t>(i)));
-      }
+      uint64_t base = static_cast<uint64_t>(r * cols);
+      for (int64_t c = 0; c < cols; ++c) row[c] = init.mean + scale * UnitUniform(key, base + c);
+      StoreRow(row.data(), cols, dst, dtype, r * cols);
     }
   });
 }
