@@ -115,7 +115,7 @@ Value FItems(Evaluator&, const Value& v, CallArgs&) {
   if (v.is_undefined()) return Value::List();
   if (!v.is_dict()) ThrowTemplateError(fmt::format("can only get item pairs from a mapping, got {}", v.TypeName()));
   ValueList out;
-  for (const auto& [k, val] : v.dict()) out.push_back(Value::List({Value::String(k), val}));
+  for (const auto& [k, val] : v.dict()) out.push_back(Value::Tuple({Value::String(k), val}));
   return Value::List(std::move(out));
 }
 

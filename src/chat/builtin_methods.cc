@@ -115,7 +115,7 @@ Value DictMethod(const Value& dict, const std::string& name, CallArgs& a) {
   }
   ValueList out;
   for (const auto& [k, v] : dict.dict()) {
-    if (name == "items") out.push_back(Value::List({Value::String(k), v}));
+    if (name == "items") out.push_back(Value::Tuple({Value::String(k), v}));
     if (name == "keys") out.push_back(Value::String(k));
     if (name == "values") out.push_back(v);
   }

@@ -45,7 +45,7 @@ Value Evaluator::Eval(const Expr& expr, Scope& scope) {
     case ExprKind::kTuple: {
       ValueList items;
       for (const ExprPtr& e : expr.children) items.push_back(Eval(*e, scope));
-      return Value::List(std::move(items));
+      return expr.kind == ExprKind::kTuple ? Value::Tuple(std::move(items)) : Value::List(std::move(items));
     }
     case ExprKind::kDict: {
       Value dict = Value::Dict();

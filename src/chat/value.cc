@@ -14,6 +14,12 @@ Value Value::List(ValueList items) {
   return v;
 }
 
+Value Value::Tuple(ValueList items) {
+  Value v = List(std::move(items));
+  v.tuple_ = true;
+  return v;
+}
+
 Value Value::Dict(ValueDict items) {
   Value v(ValueKind::kDict);
   v.dict_ = std::make_shared<ValueDict>(std::move(items));
@@ -206,8 +212,9 @@ std::string Value::Repr() const {
     case ValueKind::kFloat: return FormatPythonFloat(float_);
     case ValueKind::kString: return ReprString(*str_);
     case ValueKind::kList: {
-      std::string out = "[";
+      std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].Repr();
+      if (tuple_) return out + (list_->size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case ValueKind::kDict: {

@@ -61,6 +61,8 @@ class Value {
     return v;
   }
   static Value List(ValueList items = {});
+  // A list that prints as a Python tuple: ('a', 1). Behaves as a list otherwise.
+  static Value Tuple(ValueList items);
   static Value Dict(ValueDict items = {});
   static Value Namespace(ValueDict items = {});
   static Value Function(std::string name, NativeFunction fn);
@@ -110,6 +112,7 @@ class Value {
  private:
   explicit Value(ValueKind kind) : kind_(kind) {}
   ValueKind kind_ = ValueKind::kUndefined;
+  bool tuple_ = false;
   int64_t int_ = 0;
   double float_ = 0;
   // NOTE: shared_ptr because template values really are shared: Python lists, dicts and
