@@ -1,8 +1,12 @@
 #include "tokenizer/unicode.h"
 
+#include <algorithm>
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "tokenizer/normalizer.h"
+#include "tokenizer/regex.h"
 
 namespace pagellm::tokenizer {
 namespace {
@@ -72,6 +76,56 @@ TEST(NormalizeTest, NfcComposesLikeHf) {
   // "a U+0898 U+0334" (utf8proc, with Unicode 15 data, would).
   EXPECT_EQ(UnicodeNormalize("a\u0898\u0334", NormalizationForm::kNFC), "a\u0898\u0334");
   EXPECT_EQ(UnicodeNormalize("\u00E9", NormalizationForm::kNFD), "e\u0301");
+}
+
+}  // namespace
+}  // namespace pagellm::tokenizer
+
+namespace pagellm::tokenizer {
+namespace {
+
+// Over every scalar value: after ProxyForRegex, PCRE2's \p{..} and \s classify each
+// code point exactly as the Oniguruma table (probed from HF tokenizers) says.
+TEST(UnicodeTest, ProxyMakesPcre2AgreeWithOnigurumaEverywhere) {
+  std::string all;
+  std::vector<char32_t> cps;
+  for (char32_t cp = 0; cp < 0x110000; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    cps.push_back(cp);
+    AppendUtf8(cp, &all);
+  }
+  std::string proxied = ProxyForRegex(all);
+  ASSERT_EQ(proxied.size(), all.size());
+  using C = UnicodeCategory;
+  auto in = [](C c, std::initializer_list<C> set) { return std::find(set.begin(), set.end(), c) != set.end(); };
+  const std::vector<std::pair<std::string, std::function<bool(char32_t)>>> classes = {
+      {R"(\p{L})", [&](char32_t c) { return in(OnigCategory(c), {C::kLu, C::kLl, C::kLt, C::kLm, C::kLo}); }},
+      {R"(\p{N})", [&](char32_t c) { return in(OnigCategory(c), {C::kNd, C::kNl, C::kNo}); }},
+      {R"(\p{M})", [&](char32_t c) { return in(OnigCategory(c), {C::kMn, C::kMc, C::kMe}); }},
+      {R"(\p{Lu})", [&](char32_t c) { return OnigCategory(c) == C::kLu; }},
+      {R"(\p{Ll})", [&](char32_t c) { return OnigCategory(c) == C::kLl; }},
+      {R"(\p{Lo})", [&](char32_t c) { return OnigCategory(c) == C::kLo; }},
+      {R"(\p{Lm})", [&](char32_t c) { return OnigCategory(c) == C::kLm; }},
+      {R"(\s)", [&](char32_t c) { return IsUnicodeSpace(c); }},
+  };
+  for (const auto& [pattern, expected] : classes) {
+    auto re = Regex::Compile(pattern);
+    ASSERT_TRUE(re.ok());
+    // Regex::FindAll proxies on its own; run it on the original text.
+    std::vector<Regex::Match> matches;
+    (*re)->FindAll(all, &matches);
+    std::vector<bool> matched(0x110000, false);
+    for (const auto& m : matches) {
+      size_t pos = m.begin;
+      matched[DecodeUtf8(all, &pos)] = true;
+    }
+    int mismatches = 0;
+    for (char32_t cp : cps) {
+      if (matched[cp] != expected(cp) && mismatches++ < 5)
+        ADD_FAILURE() << pattern << " disagrees on U+" << std::hex << static_cast<uint32_t>(cp);
+    }
+    EXPECT_EQ(mismatches, 0) << pattern;
+  }
 }
 
 }  // namespace
