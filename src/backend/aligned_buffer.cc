@@ -8,27 +8,47 @@
 #include <fmt/format.h>
 
 namespace pagellm {
+namespace {
+
+// Buffers at least this large come straight from mmap: the kernel hands out zeroed
+// pages lazily, so a multi-GiB KV-cache arena costs nothing until blocks are used
+// (zeroing it eagerly took tens of seconds and committed all of it up front).
+constexpr size_t kMmapThreshold = size_t{1} << 20;
+
+}  // namespace
 
 StatusOr<AlignedBuffer> AlignedBuffer::Allocate(size_t bytes) {
   AlignedBuffer buf;
   if (bytes == 0) return buf;
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  void* p = nullptr;
+  if (rounded >= kMmapThreshold) {
+    p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) p = nullptr;
+#ifdef MADV_HUGEPAGE
+    // Fewer TLB misses when attention walks a large cache; failure is harmless.
+    if (p != nullptr && rounded >= (size_t{4} << 20)) madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  } else {
+    p = std::aligned_alloc(kAlignment, rounded);
+    if (p != nullptr) std::memset(p, 0, rounded);
+  }
   if (p == nullptr) {
     return ResourceExhaustedError(fmt::format("cannot allocate {} bytes of aligned memory", bytes));
   }
-#ifdef MADV_HUGEPAGE
-  // Only worth it for buffers spanning several 2 MiB pages; failure is harmless.
-  if (rounded >= (size_t{4} << 20)) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-  std::memset(p, 0, rounded);
   buf.data_ = p;
   buf.size_ = bytes;
   return buf;
 }
 
 void AlignedBuffer::Release() {
-  std::free(data_);
+  if (data_ == nullptr) return;
+  size_t rounded = (size_ + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded >= kMmapThreshold) {
+    munmap(data_, rounded);
+  } else {
+    std::free(data_);
+  }
   data_ = nullptr;
   size_ = 0;
 }

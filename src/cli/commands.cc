@@ -12,6 +12,7 @@ void RegisterAllCommands(CLI::App& app) {
   RegisterTokenizeCommands(app);
   RegisterMakeDummyModelCommand(app);
   RegisterChatTemplateCommand(app);
+  RegisterLogitsCommand(app);
 }
 
 int ExitCode() { return g_exit_code; }

@@ -14,6 +14,7 @@ void RegisterGenerateCommand(CLI::App& app);        // generate_command.cc
 void RegisterTokenizeCommands(CLI::App& app);       // tokenize_command.cc: tokenize, detokenize
 void RegisterMakeDummyModelCommand(CLI::App& app);  // make_dummy_model_command.cc
 void RegisterChatTemplateCommand(CLI::App& app);    // chat_template_command.cc: render-chat-template
+void RegisterLogitsCommand(CLI::App& app);          // logits_command.cc
 
 // Exit code of the subcommand that ran (0 if none failed).
 int ExitCode();

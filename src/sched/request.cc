@@ -23,7 +23,7 @@ bool IsFinished(RequestStatus status) {
          status == RequestStatus::kFinishedAborted;
 }
 
-const char* FinishReason(RequestStatus status) {
+const char* RequestFinishReason(RequestStatus status) {
   switch (status) {
     case RequestStatus::kFinishedStopped: return "stop";
     case RequestStatus::kFinishedLength: return "length";

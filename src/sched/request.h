@@ -38,7 +38,7 @@ enum class RequestStatus {
 const char* RequestStatusName(RequestStatus status);
 bool IsFinished(RequestStatus status);
 // OpenAI finish_reason: "stop", "length", "abort"; "" while not finished.
-const char* FinishReason(RequestStatus status);
+const char* RequestFinishReason(RequestStatus status);
 
 class Request {
  public:

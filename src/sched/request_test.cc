@@ -71,8 +71,8 @@ TEST(RequestTest, StopTokenIdsAndLengthLimits) {
   EXPECT_EQ(CheckTokenStop(long_ctx, 5), std::nullopt);
   long_ctx.AppendOutputToken(4);
   EXPECT_EQ(CheckTokenStop(long_ctx, 5), RequestStatus::kFinishedLength);
-  EXPECT_STREQ(FinishReason(RequestStatus::kFinishedLength), "length");
-  EXPECT_STREQ(FinishReason(RequestStatus::kRunning), "");
+  EXPECT_STREQ(RequestFinishReason(RequestStatus::kFinishedLength), "length");
+  EXPECT_STREQ(RequestFinishReason(RequestStatus::kRunning), "");
 }
 
 }  // namespace

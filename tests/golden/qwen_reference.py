@@ -5,7 +5,11 @@ Written from the published equations (docs: qwen-architectures.md §2-3), in PyT
 in float64 so that it is the "truth" our fp32-accumulating engine is measured against.
 It shares no code with pagellm: it parses config.json and safetensors itself.
 
-  qwen_reference.py MODEL_DIR --ids 1,2,3 [--greedy N] --out logits.npy
+  qwen_reference.py MODEL_DIR --ids 1,2,3 [--greedy N] --out logits.npy [--act-bf16] [--kv-bf16]
+
+--act-bf16 rounds the input of every linear layer to bf16 and --kv-bf16 rounds cached
+keys/values to bf16: the numerical recipe of a bf16 engine (llama.cpp, vLLM and pagellm
+all round there), so that the remaining difference is summation order only.
 
 prints JSON {"greedy": [...]} when --greedy is given; writes [T, V] float64 logits.
 """
@@ -101,7 +105,11 @@ def rope(x, pos, inv, scale, rot):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
 
 
-def forward(cfg, w, ids):
+def bf16(x):
+    return x.float().bfloat16().double()
+
+
+def forward(cfg, w, ids, act_bf16=False, kv_bf16=False):
     qwen2 = cfg["model_type"] == "qwen2"
     H, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or H // nh
@@ -117,6 +125,8 @@ def forward(cfg, w, ids):
         x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
 
         def lin(name, inp):
+            if act_bf16:
+                inp = bf16(inp)
             y = inp @ w[p + name + ".weight"].T
             b = w.get(p + name + ".bias")
             return y + b if b is not None else y
@@ -128,6 +138,8 @@ def forward(cfg, w, ids):
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q, k = rope(q, pos, inv, scale, rot), rope(k, pos, inv, scale, rot)
+        if kv_bf16:
+            k, v = bf16(k), bf16(v)
         rep = nh // nkv
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
@@ -139,7 +151,7 @@ def forward(cfg, w, ids):
         h = h + lin("mlp.down_proj", torch.nn.functional.silu(g) * lin("mlp.up_proj", x))
     h = rms_norm(h, w["model.norm.weight"], eps)
     lm = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-    return h @ lm.T
+    return (bf16(h) if act_bf16 else h) @ lm.T
 
 
 def main():
@@ -148,19 +160,22 @@ def main():
     ap.add_argument("--ids", required=True, help="comma-separated prompt token ids")
     ap.add_argument("--greedy", type=int, default=0, help="also decode N greedy tokens")
     ap.add_argument("--out", help="write prompt logits [T, V] as .npy (float64)")
+    ap.add_argument("--act-bf16", action="store_true", help="round linear-layer inputs to bf16")
+    ap.add_argument("--kv-bf16", action="store_true", help="round cached keys/values to bf16")
     args = ap.parse_args()
     cfg = json.load(open(os.path.join(args.model_dir, "config.json")))
     w = load_weights(args.model_dir)
     ids = [int(t) for t in args.ids.split(",")]
     with torch.no_grad():
-        logits = forward(cfg, w, ids)
+        recipe = dict(act_bf16=args.act_bf16, kv_bf16=args.kv_bf16)
+        logits = forward(cfg, w, ids, **recipe)
         if args.out:
             np.save(args.out, logits.numpy())
         greedy = []
         seq = list(ids)
         for _ in range(args.greedy):
             # Full recompute each step: slow but independent of any cache logic.
-            nxt = int(forward(cfg, w, seq)[-1].argmax())
+            nxt = int(forward(cfg, w, seq, **recipe)[-1].argmax())
             greedy.append(nxt)
             seq.append(nxt)
             if len(seq) > 4096:

@@ -1,0 +1,34 @@
+#include "cli/engine_flags.h"
+
+namespace pagellm::cli {
+
+void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
+  cmd->add_option("--tokenizer", c->tokenizer, "directory with tokenizer.json (default: the model's)");
+  cmd->add_option("--load-format", c->load_format, "auto, safetensors or dummy (random weights from config.json)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", c->dtype, "auto, bfloat16, float16 or float32")->capture_default_str();
+  cmd->add_option("--generation-config", c->generation_config,
+                  "auto (the model's generation_config.json) or vllm (ignore it)")
+      ->capture_default_str();
+  cmd->add_option("--block-size", c->block_size, "tokens per KV-cache block")->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", c->kv_cache_dtype, "auto (bfloat16), bfloat16, float16 or float32")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-memory", c->kv_cache_memory_bytes,
+                  "KV-cache size in bytes (overrides --gpu-memory-utilization)");
+  cmd->add_option("--gpu-memory-utilization", c->gpu_memory_utilization,
+                  "fraction of device memory (CPU: process memory) for weights, workspace and KV cache")
+      ->capture_default_str();
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c->enable_prefix_caching,
+                "reuse KV blocks of shared prompt prefixes (default on)");
+  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", c->enable_chunked_prefill,
+                "split long prompts across steps (default on)");
+  cmd->add_option("--max-model-len", c->max_model_len, "longest prompt + output (default: the model's)");
+  cmd->add_option("--max-num-seqs", c->max_num_seqs, "requests running at once")->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", c->max_num_batched_tokens, "tokens computed per step")
+      ->capture_default_str();
+  cmd->add_option("--long-prefill-token-threshold", c->long_prefill_token_threshold,
+                  "cap on one request's prefill chunk (0: a quarter of --max-num-batched-tokens)");
+  cmd->add_option("--max-logprobs", c->max_logprobs, "largest logprobs a request may ask for")->capture_default_str();
+}
+
+}  // namespace pagellm::cli

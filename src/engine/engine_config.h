@@ -1,0 +1,39 @@
+// EngineConfig: everything the engine is built from, named after vLLM's engine args
+// (`vllm serve --max-model-len ...` -> max_model_len), so CLI flags map one to one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pagellm {
+
+struct EngineConfig {
+  // Model.
+  std::string model;                    // checkpoint directory (or config dir for dummy)
+  std::string tokenizer;                // default: the model directory
+  std::string load_format = "auto";     // auto | safetensors | dummy
+  std::string dtype = "auto";           // auto | bfloat16 | float16 | float32
+  std::string generation_config = "auto";  // auto (model's file) | vllm (none) | a directory
+  uint64_t seed = 0;                    // engine seed: dummy weights, unseeded requests
+
+  // Cache.
+  int32_t block_size = 16;              // tokens per KV block
+  std::string kv_cache_dtype = "auto";  // auto (bf16) | bfloat16 | float16 | float32
+  int64_t kv_cache_memory_bytes = 0;    // exact KV pool size; 0 => from the fraction below
+  double gpu_memory_utilization = 0.9;  // fraction of device (CPU: process-available) memory
+  bool enable_prefix_caching = true;
+
+  // Scheduler.
+  std::optional<int32_t> max_model_len;  // default: the model's max_position_embeddings
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  bool enable_chunked_prefill = true;
+  // Per-request prefill chunk cap (vLLM's long_prefill_token_threshold); 0 => auto
+  // (a quarter of max_num_batched_tokens when chunked prefill is on), so one long
+  // prompt leaves room for running decodes in every step.
+  int32_t long_prefill_token_threshold = 0;
+  int32_t max_logprobs = 20;
+};
+
+}  // namespace pagellm

@@ -1,0 +1,171 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "backend/backend_registry.h"
+#include "common/logging.h"
+#include "engine/sample_state.h"
+#include "engine/sampling_validation.h"
+#include "engine/stop_checker.h"
+#include "runner/rng.h"
+#include "tokenizer/incremental_detokenizer.h"
+
+namespace pagellm {
+
+EngineCore::EngineCore(const EngineConfig& config) : config_(config) {}
+EngineCore::~EngineCore() = default;
+
+double EngineCore::Now() const {
+  using Clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+StatusOr<std::unique_ptr<EngineCore>> EngineCore::Create(const EngineConfig& config) {
+  std::unique_ptr<EngineCore> core(new EngineCore(config));
+  PAGELLM_RETURN_IF_ERROR(core->Init());
+  return core;
+}
+
+Status EngineCore::Init() {
+  LoadOptions load;
+  load.model_path = config_.model;
+  load.load_format = config_.load_format;
+  load.dtype = config_.dtype;
+  load.seed = config_.seed;
+  PAGELLM_ASSIGN_OR_RETURN(loaded_, LoadModel(load));
+  std::string tok_dir = config_.tokenizer.empty() ? loaded_.tokenizer_path : config_.tokenizer;
+  if (tok_dir.empty()) return NotFoundError(fmt::format("no tokenizer.json next to {}; pass --tokenizer", config_.model));
+  std::string tok_path = tok_dir.size() > 5 && tok_dir.ends_with(".json") ? tok_dir : tok_dir + "/tokenizer.json";
+  PAGELLM_ASSIGN_OR_RETURN(tokenizer_, tokenizer::Tokenizer::FromFile(tok_path));
+  loaded_.tokenizer_path = tok_dir;
+
+  const ModelConfig& mc = loaded_.config;
+  max_model_len_ = static_cast<int32_t>(config_.max_model_len.value_or(mc.max_position_embeddings));
+  if (max_model_len_ <= 0) return InvalidArgumentError("--max-model-len must be positive");
+  if (max_model_len_ > mc.max_position_embeddings) {
+    PLOG_WARN("--max-model-len {} exceeds the model's max_position_embeddings {}", max_model_len_,
+              mc.max_position_embeddings);
+  }
+  eos_token_ids_ = loaded_.generation_config.eos_token_ids;
+  if (eos_token_ids_.empty()) {
+    for (int64_t id : mc.eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
+  }
+  PAGELLM_ASSIGN_OR_RETURN(backend_, BackendRegistry::Get("cpu"));
+  int32_t max_tokens = std::max(config_.max_num_batched_tokens, 1);
+  PAGELLM_ASSIGN_OR_RETURN(model_, QwenModel::Create(mc, loaded_.weights, *backend_, max_tokens));
+  PAGELLM_RETURN_IF_ERROR(InitScheduler());
+  runner_ = std::make_unique<ModelRunner>(*model_, *kv_cache_, config_.block_size);
+  SamplerConfig sc;
+  sc.num_valid_tokens = std::min<int32_t>(tokenizer_->vocab_size(), static_cast<int32_t>(mc.vocab_size));
+  sc.eos_token_ids = eos_token_ids_;
+  sampler_ = std::make_unique<Sampler>(sc);
+  return OkStatus();
+}
+
+Status EngineCore::InitScheduler() {
+  const ModelConfig& mc = loaded_.config;
+  DType kv_dtype = DType::kBF16;
+  if (config_.kv_cache_dtype != "auto") {
+    PAGELLM_ASSIGN_OR_RETURN(kv_dtype, DTypeFromUserName(config_.kv_cache_dtype));
+  }
+  if (config_.block_size <= 0 || config_.block_size > 1024) {
+    return InvalidArgumentError(fmt::format("--block-size must be in [1, 1024], got {}", config_.block_size));
+  }
+  KvCacheSpec one_block = model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype);
+  int64_t weight_bytes = 0;
+  for (const auto& t : {loaded_.weights.embed_tokens, loaded_.weights.norm}) weight_bytes += t.nbytes();
+  if (!mc.tie_word_embeddings) weight_bytes += loaded_.weights.lm_head.nbytes();
+  for (const LayerWeights& l : loaded_.weights.layers) {
+    for (const TensorView* t : {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias,
+                                &l.v_bias, &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm,
+                                &l.post_attention_layernorm, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+      if (!t->empty()) weight_bytes += t->nbytes();
+    }
+  }
+  MemoryPlanInputs in;
+  in.weight_bytes = weight_bytes;
+  in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *
+                       (4 * mc.hidden_size + 2 * mc.q_size() + 2 * mc.kv_size() + 2 * mc.intermediate_size) * 4;
+  in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock());
+  in.block_size = config_.block_size;
+  in.max_model_len = max_model_len_;
+  in.kv_cache_memory_bytes = config_.kv_cache_memory_bytes;
+  in.memory_utilization = config_.gpu_memory_utilization;
+  in.device_memory_bytes = CpuMemoryBytes();
+  PAGELLM_ASSIGN_OR_RETURN(plan_, PlanMemory(in));
+  PLOG_INFO("{}", plan_.Summary());
+  // The block pool reserves block 0 as its null block: allocate one more.
+  PAGELLM_ASSIGN_OR_RETURN(kv_cache_, PagedKvCache::Create(model_->MakeKvCacheSpec(plan_.num_blocks + 1,
+                                                                                   config_.block_size, kv_dtype)));
+  SchedulerConfig sc;
+  sc.batch.max_num_batched_tokens = config_.max_num_batched_tokens;
+  sc.batch.max_num_seqs = config_.max_num_seqs;
+  sc.batch.enable_chunked_prefill = config_.enable_chunked_prefill;
+  sc.batch.long_prefill_token_threshold =
+      config_.long_prefill_token_threshold > 0 ? config_.long_prefill_token_threshold
+      : config_.enable_chunked_prefill       ? std::max(config_.max_num_batched_tokens / 4, 1)
+                                             : 0;
+  sc.kv_cache.num_blocks = plan_.num_blocks + 1;
+  sc.kv_cache.block_size = config_.block_size;
+  sc.kv_cache.enable_prefix_caching = config_.enable_prefix_caching;
+  sc.max_model_len = max_model_len_;
+  PAGELLM_ASSIGN_OR_RETURN(scheduler_, Scheduler::Create(sc));
+  return OkStatus();
+}
+
+Status EngineCore::AddRequest(const std::string& request_id, std::vector<int32_t> prompt, SamplingParams params,
+                              OutputCallback callback, const std::string& cache_key) {
+  if (config_.generation_config == "auto") ApplyGenerationDefaults(loaded_.generation_config, params);
+  int32_t vocab = static_cast<int32_t>(loaded_.config.vocab_size);
+  PAGELLM_RETURN_IF_ERROR(ValidateSamplingParams(params, config_.max_logprobs, vocab));
+  if (prompt.empty()) return InvalidArgumentError("prompt: the prompt is empty");
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= vocab) {
+      return InvalidArgumentError(fmt::format("prompt: token id {} is outside the vocabulary [0, {})", id, vocab));
+    }
+  }
+  if (static_cast<int64_t>(prompt.size()) >= max_model_len_) {
+    return InvalidArgumentError(fmt::format(
+        "This model's maximum context length is {} tokens. However, your request has {} input tokens. "
+        "Please reduce the length of the input messages.", max_model_len_, prompt.size()));
+  }
+  if (children_.count(request_id)) return AlreadyExistsError(fmt::format("request id '{}' is already running", request_id));
+  auto shared_cb = std::make_shared<OutputCallback>(std::move(callback));
+  uint64_t counter = request_counter_++;
+  std::vector<std::string> ids;
+  for (int32_t i = 0; i < params.n; ++i) {
+    std::string id = params.n == 1 ? request_id : fmt::format("{}#{}", request_id, i);
+    auto state = std::make_unique<SampleState>(*tokenizer_, params, eos_token_ids_, max_model_len_,
+                                               static_cast<int32_t>(prompt.size()));
+    state->parent_id = request_id;
+    state->index = i;
+    state->rng = RngState::ForRequest(params.seed, config_.seed, counter, static_cast<uint64_t>(i));
+    state->callback = shared_cb;
+    state->times.arrival_s = Now();
+    auto req = std::make_unique<Request>(id, prompt, params, state->times.arrival_s, eos_token_ids_, cache_key);
+    Status added = scheduler_->AddRequest(std::move(req));
+    if (!added.ok()) {
+      for (const std::string& done : ids) scheduler_->AbortRequest(done).ok();
+      for (const std::string& done : ids) samples_.erase(done);
+      return added;
+    }
+    samples_[id] = std::move(state);
+    ids.push_back(id);
+  }
+  children_[request_id] = std::move(ids);
+  return OkStatus();
+}
+
+void EngineCore::AbortRequest(const std::string& request_id) {
+  auto it = children_.find(request_id);
+  if (it == children_.end()) return;
+  for (const std::string& id : it->second) (void)scheduler_->AbortRequest(id);
+}
+
+bool EngineCore::HasWork() const { return scheduler_->HasUnfinishedRequests(); }
+
+}  // namespace pagellm

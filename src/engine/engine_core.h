@@ -1,0 +1,107 @@
+// EngineCore: the step loop that ties scheduler, model runner, sampler, detokenizer and
+// stop checker together (vLLM's EngineCore + output processor, single-threaded).
+//
+//   PAGELLM_ASSIGN_OR_RETURN(auto core, EngineCore::Create(config));
+//   PAGELLM_RETURN_IF_ERROR(core->AddRequest("r1", prompt_ids, params,
+//       [](RequestOutput&& delta) { std::cout << delta.text; }));
+//   while (core->HasWork()) PAGELLM_RETURN_IF_ERROR(core->Step());
+//
+// Step = schedule -> build model input -> forward -> sample -> detokenize and check
+// stops -> update the scheduler -> push deltas to each request's callback.
+// Callbacks run on the calling thread and must not block. Not thread-safe: the
+// LlmEngine wrapper serialises calls from other threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/status.h"
+#include "engine/engine_config.h"
+#include "engine/engine_stats.h"
+#include "engine/memory_plan.h"
+#include "engine/request_output.h"
+#include "model/arch/qwen_model.h"
+#include "model/model_loader.h"
+#include "runner/model_runner.h"
+#include "runner/sampler.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagellm {
+
+struct SampleState;
+using OutputCallback = std::function<void(RequestOutput&&)>;
+
+class EngineCore {
+ public:
+  static StatusOr<std::unique_ptr<EngineCore>> Create(const EngineConfig& config);
+  ~EngineCore();
+
+  // Validates and queues a request; SamplingParams.n > 1 becomes n samples sharing the
+  // prompt (and its cached blocks). Unset params take the model's generation_config
+  // defaults. InvalidArgument for bad params, out-of-vocabulary ids, or a prompt longer
+  // than max_model_len; nothing is queued then.
+  Status AddRequest(const std::string& request_id, std::vector<int32_t> prompt_token_ids,
+                    SamplingParams params, OutputCallback callback, const std::string& cache_key = "");
+  // Aborts every sample of `request_id`; its final delta (finish_reason "abort") is
+  // emitted and its blocks freed at the next Step(). Unknown ids are ignored.
+  void AbortRequest(const std::string& request_id);
+
+  bool HasWork() const;
+  Status Step();
+
+  // Logits at every prompt position ([prompt_len, vocab] row-major), computed through
+  // the same scheduler and runner as generation (prompt scoring, fidelity tests).
+  StatusOr<std::vector<float>> ScorePrompt(std::span<const int32_t> prompt_token_ids);
+
+  const ModelConfig& model_config() const { return loaded_.config; }
+  const GenerationConfig& generation_config() const { return loaded_.generation_config; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const std::string& tokenizer_dir() const { return loaded_.tokenizer_path; }
+  const EngineConfig& config() const { return config_; }
+  const MemoryPlan& memory_plan() const { return plan_; }
+  int32_t max_model_len() const { return max_model_len_; }
+  std::vector<int32_t> eos_token_ids() const { return eos_token_ids_; }
+  const EngineStats& stats() const { return stats_; }
+
+ private:
+  explicit EngineCore(const EngineConfig& config);
+  Status Init();
+  Status InitScheduler();
+  // Samples the rows of `logits`, feeds detokenizer and stop checker, fills deltas.
+  void ProcessSamples(const SchedulerOutput& out, const StepLogits& logits,
+                      std::vector<int32_t>* sampled, std::vector<std::string>* stopped_ids,
+                      std::unordered_map<std::string, RequestOutput>* deltas);
+  void FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta);
+  void EmitAbort(const std::string& id);
+  void RecordStepStats(const SchedulerOutput& out);
+  double Now() const;
+
+  EngineConfig config_;
+  LoadedModel loaded_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  Backend* backend_ = nullptr;
+  std::unique_ptr<QwenModel> model_;
+  std::unique_ptr<PagedKvCache> kv_cache_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<Scheduler> scheduler_;
+  MemoryPlan plan_;
+  int32_t max_model_len_ = 0;
+  std::vector<int32_t> eos_token_ids_;
+  uint64_t request_counter_ = 0;
+  EngineStats stats_;
+  // Per sample (scheduler request id) state, and parent id -> sample ids.
+  std::unordered_map<std::string, std::unique_ptr<SampleState>> samples_;
+  std::unordered_map<std::string, std::vector<std::string>> children_;
+  std::vector<float>* score_sink_ = nullptr;  // set during ScorePrompt
+  std::vector<float> sample_rows_;            // gathered rows when scoring
+};
+
+}  // namespace pagellm

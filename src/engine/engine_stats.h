@@ -1,0 +1,24 @@
+// EngineStats: counters the engine keeps for logs and Prometheus metrics (vLLM names
+// in comments). Updated on the engine thread only; readers copy it under the
+// LlmEngine's lock.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace pagellm {
+
+struct EngineStats {
+  int32_t num_running = 0;             // vllm:num_requests_running
+  int32_t num_waiting = 0;             // vllm:num_requests_waiting
+  double kv_cache_usage = 0.0;         // vllm:kv_cache_usage_perc (0..1)
+  int64_t prompt_tokens_total = 0;     // vllm:prompt_tokens_total
+  int64_t generation_tokens_total = 0; // vllm:generation_tokens_total
+  int64_t num_preemptions_total = 0;   // vllm:num_preemptions_total
+  int64_t prefix_cache_queries = 0;    // vllm:prefix_cache_queries_total (tokens)
+  int64_t prefix_cache_hits = 0;       // vllm:prefix_cache_hits_total (tokens)
+  int64_t num_steps = 0;
+  int64_t last_step_tokens = 0;        // vllm:iteration_tokens_total observation
+};
+
+}  // namespace pagellm

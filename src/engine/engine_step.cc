@@ -1,0 +1,177 @@
+// EngineCore::Step and what it does with one step's logits (engine_core.cc holds
+// construction and request intake).
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "engine/engine_core.h"
+#include "engine/sample_state.h"
+
+namespace pagellm {
+
+Status EngineCore::Step() {
+  SchedulerOutput out = scheduler_->Schedule();
+  for (const std::string& id : out.finished_ids) EmitAbort(id);
+  RecordStepStats(out);
+  if (out.scheduled.empty()) return OkStatus();
+  double now = Now();
+  for (const ScheduledRequest& s : out.scheduled) {
+    auto it = samples_.find(s.request_id);
+    if (it != samples_.end() && it->second->times.first_scheduled_s == 0.0) {
+      it->second->times.first_scheduled_s = now;
+      const Request* req = scheduler_->FindRequest(s.request_id);
+      it->second->num_cached_tokens = req != nullptr ? std::max(req->num_cached_tokens(), 0) : 0;
+    }
+  }
+  PAGELLM_ASSIGN_OR_RETURN(const StepLogits* logits, runner_->Execute(out, score_sink_ != nullptr));
+  std::vector<int32_t> sampled(out.scheduled.size(), -1);
+  std::vector<std::string> stopped_ids;
+  std::unordered_map<std::string, RequestOutput> deltas;
+  ProcessSamples(out, *logits, &sampled, &stopped_ids, &deltas);
+  std::vector<FinishedRequest> finished = scheduler_->UpdateFromOutput(out, sampled, stopped_ids);
+  for (const FinishedRequest& f : finished) {
+    auto it = samples_.find(f.request_id);
+    if (it == samples_.end() || it->second->finished) continue;
+    // The scheduler ended it on its own (e.g. max_model_len): report its reason.
+    FinishSample(f.request_id, RequestFinishReason(f.status), &deltas[f.request_id]);
+  }
+  for (auto& [id, delta] : deltas) {
+    auto it = samples_.find(id);
+    if (it == samples_.end()) continue;
+    SampleState& st = *it->second;
+    delta.request_id = st.parent_id;
+    delta.index = st.index;
+    delta.num_prompt_tokens = st.num_prompt_tokens;
+    delta.num_cached_tokens = st.num_cached_tokens;
+    delta.num_output_tokens = st.num_output_tokens;
+    delta.times = st.times;
+    bool done = delta.finished;
+    (*st.callback)(std::move(delta));
+    if (done) samples_.erase(it);
+  }
+  for (auto it = children_.begin(); it != children_.end();) {
+    bool alive = std::any_of(it->second.begin(), it->second.end(), [&](const std::string& c) { return samples_.count(c) > 0; });
+    it = alive ? std::next(it) : children_.erase(it);
+  }
+  return OkStatus();
+}
+
+void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& logits,
+                                std::vector<int32_t>* sampled, std::vector<std::string>* stopped_ids,
+                                std::unordered_map<std::string, RequestOutput>* deltas) {
+  // Pick, per sampling request, the row predicting the token after its last position.
+  std::vector<SamplingRequest> requests;
+  std::vector<int32_t> sched_index;
+  std::vector<int32_t> rows;
+  for (int32_t r = 0; r < logits.num_rows(); ++r) {
+    const ScheduledRequest& s = out.scheduled[static_cast<size_t>(logits.scheduled_index[static_cast<size_t>(r)])];
+    if (score_sink_ != nullptr) {
+      const float* row = logits.row(r);
+      score_sink_->insert(score_sink_->end(), row, row + logits.vocab_size);
+    }
+    bool last = logits.positions[static_cast<size_t>(r)] == s.num_computed_tokens + s.num_new_tokens - 1;
+    if (!s.samples || !last) continue;
+    SampleState& st = *samples_.at(s.request_id);
+    const Request* req = scheduler_->FindRequest(s.request_id);
+    requests.push_back({&st.params, req->prompt_token_ids(), req->output_token_ids(), &st.rng});
+    sched_index.push_back(logits.scheduled_index[static_cast<size_t>(r)]);
+    rows.push_back(r);
+  }
+  if (requests.empty()) return;
+  const float* base = logits.data.data();
+  if (static_cast<int32_t>(rows.size()) != logits.num_rows()) {  // scoring: gather the sampled rows
+    sample_rows_.resize(rows.size() * static_cast<size_t>(logits.vocab_size));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::memcpy(sample_rows_.data() + i * logits.vocab_size, logits.row(rows[i]), logits.vocab_size * sizeof(float));
+    }
+    base = sample_rows_.data();
+  }
+  std::vector<SampleResult> results = sampler_->Sample(base, logits.vocab_size, requests);
+  double now = Now();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ScheduledRequest& s = out.scheduled[static_cast<size_t>(sched_index[i])];
+    SampleState& st = *samples_.at(s.request_id);
+    int32_t token = results[i].token;
+    (*sampled)[static_cast<size_t>(sched_index[i])] = token;
+    RequestOutput& delta = (*deltas)[s.request_id];
+    delta.new_token_ids.push_back(token);
+    if (st.params.logprobs) {
+      delta.logprobs.push_back({token, results[i].logprob, std::move(results[i].top_logprobs)});
+    }
+    ++st.num_output_tokens;
+    ++stats_.generation_tokens_total;
+    if (st.times.first_token_s == 0.0) st.times.first_token_s = now;
+    st.times.last_token_s = now;
+    StopResult r = st.stop.Update(token, st.detok.Push(token));
+    delta.text += r.text_to_emit;
+    if (r.finished) {
+      stopped_ids->push_back(s.request_id);
+      delta.stop_reason = r.stop_reason;
+      bool stopped_by_string = r.stop_reason && std::holds_alternative<std::string>(*r.stop_reason);
+      if (!stopped_by_string) delta.text += st.detok.Flush();
+      FinishSample(s.request_id, FinishReasonName(r.reason), &delta);
+    }
+  }
+}
+
+void EngineCore::FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta) {
+  SampleState& st = *samples_.at(id);
+  st.finished = true;
+  st.times.finished_s = Now();
+  delta->finished = true;
+  delta->finish_reason = reason;
+  stats_.prompt_tokens_total += st.num_prompt_tokens;
+}
+
+void EngineCore::EmitAbort(const std::string& id) {
+  auto it = samples_.find(id);
+  if (it == samples_.end() || it->second->finished) return;
+  RequestOutput delta;
+  FinishSample(id, "abort", &delta);
+  SampleState& st = *it->second;
+  delta.request_id = st.parent_id;
+  delta.index = st.index;
+  delta.num_prompt_tokens = st.num_prompt_tokens;
+  delta.num_cached_tokens = st.num_cached_tokens;
+  delta.num_output_tokens = st.num_output_tokens;
+  delta.times = st.times;
+  (*st.callback)(std::move(delta));
+  samples_.erase(it);
+}
+
+void EngineCore::RecordStepStats(const SchedulerOutput& out) {
+  ++stats_.num_steps;
+  stats_.last_step_tokens = out.total_num_new_tokens;
+  stats_.num_preemptions_total += static_cast<int64_t>(out.preempted_ids.size());
+  stats_.num_running = scheduler_->num_running();
+  stats_.num_waiting = scheduler_->num_waiting();
+  stats_.kv_cache_usage = scheduler_->kv_cache().usage();
+  stats_.prefix_cache_queries = scheduler_->kv_cache().prefix_cache_queries();
+  stats_.prefix_cache_hits = scheduler_->kv_cache().prefix_cache_hits();
+}
+
+StatusOr<std::vector<float>> EngineCore::ScorePrompt(std::span<const int32_t> prompt) {
+  if (HasWork()) return FailedPreconditionError("ScorePrompt needs an idle engine");
+  std::vector<float> logits;
+  SamplingParams params;
+  params.temperature = 0.0f;
+  params.max_tokens = 1;
+  params.ignore_eos = true;
+  std::string id = fmt::format("score-{}", request_counter_);
+  PAGELLM_RETURN_IF_ERROR(AddRequest(id, std::vector<int32_t>(prompt.begin(), prompt.end()), params,
+                                     [](RequestOutput&&) {}, /*cache_key=*/id));
+  score_sink_ = &logits;
+  Status status = OkStatus();
+  while (status.ok() && HasWork()) status = Step();
+  score_sink_ = nullptr;
+  PAGELLM_RETURN_IF_ERROR(status);
+  size_t vocab = static_cast<size_t>(loaded_.config.vocab_size);
+  if (logits.size() != prompt.size() * vocab) {
+    return InternalError(fmt::format("scored {} rows for a {}-token prompt", logits.size() / vocab, prompt.size()));
+  }
+  return logits;
+}
+
+}  // namespace pagellm

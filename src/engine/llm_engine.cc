@@ -1,0 +1,137 @@
+#include "engine/llm_engine.h"
+
+#include "common/logging.h"
+#include "engine/sampling_validation.h"
+#include "model/generation_config.h"
+
+namespace pagellm {
+
+StatusOr<std::unique_ptr<LlmEngine>> LlmEngine::Create(const EngineConfig& config) {
+  PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::Create(config));
+  return std::unique_ptr<LlmEngine>(new LlmEngine(std::move(core)));
+}
+
+LlmEngine::~LlmEngine() { Stop(); }
+
+Status LlmEngine::AddRequest(const std::string& request_id, std::vector<int32_t> prompt, SamplingParams params,
+                             OutputCallback callback, const std::string& cache_key) {
+  // Validate here so the caller gets the error synchronously (the core re-checks).
+  SamplingParams checked = params;
+  if (core_->config().generation_config == "auto") ApplyGenerationDefaults(core_->generation_config(), checked);
+  PAGELLM_RETURN_IF_ERROR(ValidateSamplingParams(checked, core_->config().max_logprobs,
+                                                 static_cast<int32_t>(core_->model_config().vocab_size)));
+  if (prompt.empty()) return InvalidArgumentError("prompt: the prompt is empty");
+  if (static_cast<int64_t>(prompt.size()) >= core_->max_model_len()) {
+    return InvalidArgumentError(fmt::format(
+        "This model's maximum context length is {} tokens. However, your request has {} input tokens. "
+        "Please reduce the length of the input messages.", core_->max_model_len(), prompt.size()));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_adds_.push_back({request_id, std::move(prompt), std::move(params), std::move(callback), cache_key});
+    ++num_inflight_;
+  }
+  cv_.notify_one();
+  return OkStatus();
+}
+
+void LlmEngine::AbortRequest(const std::string& request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_aborts_.push_back(request_id);
+  }
+  cv_.notify_one();
+}
+
+void LlmEngine::DrainCommands() {
+  std::deque<PendingAdd> adds;
+  std::vector<std::string> aborts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    adds.swap(pending_adds_);
+    aborts.swap(pending_aborts_);
+  }
+  for (PendingAdd& add : adds) {
+    // Count completion through the callback so has_work() stays exact.
+    OutputCallback user_cb = std::move(add.callback);
+    OutputCallback cb = [this, user_cb](RequestOutput&& delta) {
+      bool done = delta.finished;
+      user_cb(std::move(delta));
+      if (done) {
+        std::lock_guard<std::mutex> lock(mu_);
+        --num_inflight_;
+      }
+    };
+    int32_t n = add.params.n;
+    Status status = core_->AddRequest(add.id, std::move(add.prompt), add.params, cb, add.cache_key);
+    if (!status.ok()) {
+      RequestOutput failed;
+      failed.request_id = add.id;
+      failed.finished = true;
+      failed.finish_reason = "abort";
+      failed.error = status;
+      user_cb(std::move(failed));
+      std::lock_guard<std::mutex> lock(mu_);
+      --num_inflight_;
+    } else if (n > 1) {
+      std::lock_guard<std::mutex> lock(mu_);
+      num_inflight_ += n - 1;  // one final delta per sample
+    }
+  }
+  for (const std::string& id : aborts) core_->AbortRequest(id);
+}
+
+Status LlmEngine::RunUntilIdle() {
+  DrainCommands();
+  while (core_->HasWork()) {
+    PAGELLM_RETURN_IF_ERROR(core_->Step());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_ = core_->stats();
+    }
+    DrainCommands();
+  }
+  return OkStatus();
+}
+
+void LlmEngine::Start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void LlmEngine::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !pending_adds_.empty() || !pending_aborts_.empty() || core_->HasWork(); });
+      if (stop_) break;
+    }
+    DrainCommands();
+    if (!core_->HasWork()) continue;
+    Status status = core_->Step();
+    if (!status.ok()) PLOG_ERROR("engine step failed: {}", status.ToString());
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_ = core_->stats();
+  }
+}
+
+void LlmEngine::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineStats LlmEngine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+bool LlmEngine::has_work() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return num_inflight_ > 0;
+}
+
+}  // namespace pagellm

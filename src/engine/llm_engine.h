@@ -1,0 +1,73 @@
+// LlmEngine: a thread-safe front for EngineCore. Requests are added and aborted from
+// any thread (HTTP handlers, the CLI); one engine thread runs the step loop and calls
+// each request's callback with its deltas.
+//
+//   PAGELLM_ASSIGN_OR_RETURN(auto engine, LlmEngine::Create(config));
+//   engine->Start();                                   // background step loop
+//   engine->AddRequest("r1", ids, params, [](RequestOutput&& d) { queue.push(d); });
+//   ...
+//   engine->Stop();
+//
+// Offline use without a thread: AddRequest(...) then RunUntilIdle().
+// NOTE: callbacks run on the engine thread: they must hand the delta off (post to an
+// io_context, push to a queue) and return, or they stall every other request.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine_core.h"
+
+namespace pagellm {
+
+class LlmEngine {
+ public:
+  static StatusOr<std::unique_ptr<LlmEngine>> Create(const EngineConfig& config);
+  ~LlmEngine();
+
+  // Validates synchronously (the Status says why a request is refused) and queues it
+  // for the engine thread.
+  Status AddRequest(const std::string& request_id, std::vector<int32_t> prompt_token_ids, SamplingParams params,
+                    OutputCallback callback, const std::string& cache_key = "");
+  void AbortRequest(const std::string& request_id);
+
+  void Start();  // spawns the engine thread
+  void Stop();   // finishes the current step and joins; pending requests are aborted
+  // Runs steps on the calling thread until no request is left (offline mode).
+  Status RunUntilIdle();
+
+  EngineStats stats() const;
+  bool has_work() const;
+  // Read-only facts about the loaded model; safe from any thread.
+  const EngineCore& core() const { return *core_; }
+
+ private:
+  explicit LlmEngine(std::unique_ptr<EngineCore> core) : core_(std::move(core)) {}
+  void Loop();
+  void DrainCommands();  // applies queued adds/aborts; engine thread only
+
+  struct PendingAdd {
+    std::string id;
+    std::vector<int32_t> prompt;
+    SamplingParams params;
+    OutputCallback callback;
+    std::string cache_key;
+  };
+  std::unique_ptr<EngineCore> core_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<PendingAdd> pending_adds_;
+  std::vector<std::string> pending_aborts_;
+  EngineStats stats_;
+  int64_t num_inflight_ = 0;  // queued + in the core
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace pagellm

@@ -1,0 +1,53 @@
+// MemoryPlan: how much memory the weights, the activation workspace and the KV cache
+// get, decided once at start-up (vLLM's "Available KV cache memory" / "Maximum
+// concurrency" lines).
+//
+//   PAGELLM_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(inputs));
+//   PLOG_INFO("{}", plan.Summary());
+//
+// The KV pool is either exactly --kv-cache-memory bytes, or the fraction
+// --gpu-memory-utilization of the memory available to the process (on CPU: the
+// cgroup limit or MemTotal, whichever is smaller) minus weights and workspace.
+// Refuses, with the numbers and what to change, when one request of max_model_len
+// tokens cannot fit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace pagellm {
+
+struct MemoryPlanInputs {
+  int64_t weight_bytes = 0;
+  int64_t workspace_bytes = 0;        // activations for max_num_batched_tokens rows
+  int64_t kv_bytes_per_block = 0;     // all layers, K and V
+  int32_t block_size = 16;
+  int32_t max_model_len = 0;
+  int64_t kv_cache_memory_bytes = 0;  // 0 => use the fraction
+  double memory_utilization = 0.9;
+  int64_t device_memory_bytes = 0;    // total memory the fraction applies to
+};
+
+struct MemoryPlan {
+  int64_t weight_bytes = 0;
+  int64_t workspace_bytes = 0;
+  int64_t kv_cache_bytes = 0;
+  int32_t num_blocks = 0;  // usable blocks (the block pool adds its null block)
+  int32_t block_size = 16;
+  int32_t max_model_len = 0;
+
+  int64_t num_kv_tokens() const { return static_cast<int64_t>(num_blocks) * block_size; }
+  // How many max_model_len requests fit at once (vLLM's "Maximum concurrency").
+  double max_concurrency() const;
+  // One line for the start-up log.
+  std::string Summary() const;
+};
+
+StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& inputs);
+
+// Memory this process may use on the CPU: min(MemTotal, cgroup memory.max).
+int64_t CpuMemoryBytes();
+
+}  // namespace pagellm

@@ -1,0 +1,40 @@
+// SampleState: what the engine tracks for one sample of a request beyond what the
+// scheduler keeps (RNG, incremental detokenizer, stop checker, callback, timings).
+// Private to the engine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "engine/request_output.h"
+#include "engine/stop_checker.h"
+#include "runner/rng.h"
+#include "sched/sampling_params.h"
+#include "tokenizer/incremental_detokenizer.h"
+
+namespace pagellm {
+
+using OutputCallback = std::function<void(RequestOutput&&)>;
+
+struct SampleState {
+  SampleState(const tokenizer::Tokenizer& tok, const SamplingParams& p, std::span<const int32_t> eos,
+              int32_t max_model_len, int32_t num_prompt)
+      : params(p), detok(tok, p.skip_special_tokens), stop(params, eos, max_model_len, num_prompt),
+        num_prompt_tokens(num_prompt) {}
+  std::string parent_id;
+  int32_t index = 0;
+  SamplingParams params;
+  RngState rng = RngState::FromSeed(0);
+  tokenizer::IncrementalDetokenizer detok;
+  StopChecker stop;
+  std::shared_ptr<OutputCallback> callback;  // shared by a request's samples
+  int32_t num_prompt_tokens = 0;
+  int32_t num_cached_tokens = 0;
+  int32_t num_output_tokens = 0;
+  bool finished = false;
+  RequestTimes times;
+};
+
+}  // namespace pagellm
