@@ -13,6 +13,9 @@ void RegisterAllCommands(CLI::App& app) {
   RegisterMakeDummyModelCommand(app);
   RegisterChatTemplateCommand(app);
   RegisterLogitsCommand(app);
+  RegisterServeCommand(app);
+  RegisterConvertCommand(app);
+  RegisterBenchCommand(app);
 }
 
 int ExitCode() { return g_exit_code; }

@@ -15,6 +15,11 @@ void RegisterTokenizeCommands(CLI::App& app);       // tokenize_command.cc: toke
 void RegisterMakeDummyModelCommand(CLI::App& app);  // make_dummy_model_command.cc
 void RegisterChatTemplateCommand(CLI::App& app);    // chat_template_command.cc: render-chat-template
 void RegisterLogitsCommand(CLI::App& app);          // logits_command.cc
+void RegisterServeCommand(CLI::App& app);           // serve_command.cc
+void RegisterConvertCommand(CLI::App& app);         // convert_command.cc
+void RegisterBenchCommand(CLI::App& app);           // bench_command.cc: the `bench` group
+void RegisterBenchThroughputCommand(CLI::App& bench);  // bench_throughput_command.cc
+void RegisterBenchServeCommand(CLI::App& bench);       // bench_serve_command.cc
 
 // Exit code of the subcommand that ran (0 if none failed).
 int ExitCode();

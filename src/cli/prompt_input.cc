@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "chat/chat_template.h"
+#include "chat/load_chat_template.h"
 #include "engine/engine_core.h"
 
 namespace pagellm::cli {
@@ -27,8 +27,7 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text) {
 
 StatusOr<std::string> RenderChat(const EngineCore& core, const OrderedJson& messages,
                                  const OrderedJson& kwargs, const std::string& chat_template_path) {
-  PAGELLM_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl,
-                           chat::ChatTemplate::FromModelDir(core.tokenizer_dir(), chat_template_path));
+  PAGELLM_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, chat::LoadChatTemplate(core.tokenizer_dir(), chat_template_path));
   return tmpl.Render(messages, nullptr, /*add_generation_prompt=*/true, kwargs.is_null() ? OrderedJson::object() : kwargs);
 }
 

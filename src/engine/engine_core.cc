@@ -12,6 +12,7 @@
 #include "engine/sampling_validation.h"
 #include "engine/stop_checker.h"
 #include "runner/rng.h"
+#include "tokenizer/load_tokenizer.h"
 #include "tokenizer/incremental_detokenizer.h"
 
 namespace pagellm {
@@ -39,8 +40,7 @@ Status EngineCore::Init() {
   PAGELLM_ASSIGN_OR_RETURN(loaded_, LoadModel(load));
   std::string tok_dir = config_.tokenizer.empty() ? loaded_.tokenizer_path : config_.tokenizer;
   if (tok_dir.empty()) return NotFoundError(fmt::format("no tokenizer.json next to {}; pass --tokenizer", config_.model));
-  std::string tok_path = tok_dir.size() > 5 && tok_dir.ends_with(".json") ? tok_dir : tok_dir + "/tokenizer.json";
-  PAGELLM_ASSIGN_OR_RETURN(tokenizer_, tokenizer::Tokenizer::FromFile(tok_path));
+  PAGELLM_ASSIGN_OR_RETURN(tokenizer_, tokenizer::LoadTokenizer(tok_dir));
   loaded_.tokenizer_path = tok_dir;
 
   const ModelConfig& mc = loaded_.config;
