@@ -1,6 +1,7 @@
 #include "tensor/dtype.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <fmt/format.h>
 
@@ -15,8 +16,21 @@ size_t DTypeSize(DType dtype) {
     case DType::kI32: return 4;
     case DType::kI64: return 8;
     case DType::kU8: return 1;
+    case DType::kQ8_0:
+      std::fprintf(stderr, "DTypeSize(q8_0): block type has no per-element size; use DTypeBytes\n");
+      PAGELLM_CHECK(false);
   }
   return 0;
+}
+
+int64_t DTypeBlockSize(DType dtype) { return dtype == DType::kQ8_0 ? kQ8_0BlockElements : 1; }
+
+size_t DTypeBytes(DType dtype, int64_t num_elements) {
+  if (dtype == DType::kQ8_0) {
+    PAGELLM_CHECK(num_elements % kQ8_0BlockElements == 0);
+    return static_cast<size_t>(num_elements / kQ8_0BlockElements) * kQ8_0BlockBytes;
+  }
+  return static_cast<size_t>(num_elements) * DTypeSize(dtype);
 }
 
 std::string_view DTypeName(DType dtype) {
@@ -28,6 +42,7 @@ std::string_view DTypeName(DType dtype) {
     case DType::kI32: return "i32";
     case DType::kI64: return "i64";
     case DType::kU8: return "u8";
+    case DType::kQ8_0: return "q8_0";
   }
   return "?";
 }
@@ -52,6 +67,7 @@ std::string_view DTypeToSafetensors(DType dtype) {
     case DType::kI32: return "I32";
     case DType::kI64: return "I64";
     case DType::kU8: return "U8";
+    case DType::kQ8_0: return "?";  // safetensors has no block-quantized dtype
   }
   return "?";
 }

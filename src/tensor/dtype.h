@@ -1,4 +1,16 @@
 // DType: element types of weights, activations and KV cache.
+//
+// Most types are one fixed-size element each. kQ8_0 is block-quantized (llama.cpp's
+// GGML_TYPE_Q8_0): a TensorView of kQ8_0 keeps its shape in ELEMENTS, e.g. a linear
+// weight is [N, K] with K % 32 == 0, and its bytes are N * K / 32 blocks of
+//   struct BlockQ8_0 { uint16_t d;  /* fp16 scale */  int8_t qs[32]; };  // 34 bytes
+// stored row-major (row n = K / 32 consecutive blocks), value = fp16(d) * qs[i], exactly
+// as in a GGUF file, so GGUF tensors bind in place (no copy, no dequantization).
+// Byte counts of any dtype therefore go through DTypeBytes(dtype, num_elements);
+// DTypeSize() is per element and CHECK-fails for block types.
+//
+//   size_t bytes = DTypeBytes(DType::kQ8_0, n * k);          // n * k / 32 * 34
+//   if (DTypeBlockSize(view.dtype) > 1) { /* quantized: no per-element access */ }
 #pragma once
 
 #include <cstddef>
@@ -17,12 +29,23 @@ enum class DType : uint8_t {
   kI32,
   kI64,
   kU8,
+  kQ8_0,  // llama.cpp Q8_0 blocks {fp16 d, int8 qs[32]} (34 bytes per 32 elements)
 };
 
-// Bytes per element.
+// Size of one llama.cpp block_q8_0 and the number of values it holds.
+inline constexpr int64_t kQ8_0BlockElements = 32;
+inline constexpr size_t kQ8_0BlockBytes = 34;
+
+// Bytes per element. Precondition: not a block type (CHECK-fails for kQ8_0; use DTypeBytes).
 size_t DTypeSize(DType dtype);
 
-// Lower-case name as in safetensors/torch: "f32", "f16", "bf16", "i8", ...
+// Elements per block: 1 for plain types, 32 for kQ8_0.
+int64_t DTypeBlockSize(DType dtype);
+
+// Exact bytes of `num_elements` values. Precondition: num_elements % DTypeBlockSize == 0.
+size_t DTypeBytes(DType dtype, int64_t num_elements);
+
+// Lower-case name as in safetensors/torch: "f32", "f16", "bf16", "i8", ..., "q8_0".
 std::string_view DTypeName(DType dtype);
 
 // Parses safetensors dtype strings ("F32", "F16", "BF16", "I8", "I32", "I64", "U8").
