@@ -12,9 +12,12 @@ APT_PACKAGES=(
   libdnnl-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev libboost-dev
-  nodejs npm
   python3 python3-numpy python3-torch
 )
+# Node.js may come from elsewhere (e.g. NodeSource, which bundles npm and conflicts with
+# Debian's npm package): install Debian's only when the commands are missing.
+command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
