@@ -1,0 +1,57 @@
+// gdn_bench: throughput of the gated delta rule at Qwen3.5 shapes (dk = dv = 128).
+//
+//   OMP_WAIT_POLICY=PASSIVE build-gdn/src/model/hybrid/gdn_bench [nv] [prefill_tokens]
+//
+// Decode: ns per token per value head, with the state hot in cache (one buffer) and cold
+// (cycling 24 buffers, like consecutive layers). Prefill: tokens/s for one layer, chunked
+// vs the token-by-token recurrence. Uses all OpenMP threads (parallel over value heads).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "backend/cpu/cpu_isa.h"
+#include "model/hybrid/gdn_delta_rule.h"
+#include "model/hybrid/gdn_test_util.h"
+
+namespace pagellm {
+namespace {
+
+double Seconds(auto fn, int reps) {
+  fn();  // warm-up
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
+}
+
+int Main(int argc, char** argv) {
+  const int64_t nv = argc > 1 ? std::atoll(argv[1]) : 16, tokens = argc > 2 ? std::atoll(argv[2]) : 1024;
+  const GdnDims dims{.num_k_heads = nv, .num_v_heads = nv, .k_head_dim = 128, .v_head_dim = 128};
+  std::printf("isa %s, threads %d, nk = nv = %ld, dk = dv = 128\n", std::string(CpuIsaName(DetectCpuIsa())).c_str(),
+              GdnMaxThreads(), static_cast<long>(nv));
+  const GdnTestData d = MakeRandomGdnData(dims, tokens, 1, -1.0f);
+  std::vector<float> out(tokens * dims.value_dim());
+  constexpr int kLayers = 24;
+  std::vector<std::vector<float>> states(kLayers, std::vector<float>(dims.state_floats(), 0.0f));
+  const double hot = Seconds([&] { GdnRecurrent(dims, d.inputs(0, 1), states[0].data(), out.data()); }, 2000);
+  int layer = 0;
+  const double cold = Seconds(
+      [&] {
+        GdnRecurrent(dims, d.inputs(0, 1), states[layer].data(), out.data());
+        layer = (layer + 1) % kLayers;
+      },
+      2000);
+  std::printf("decode: %.0f ns/token/head (state hot), %.0f ns/token/head (24 states cycling); "
+              "%.1f us/token/layer\n", hot * 1e9 / nv, cold * 1e9 / nv, cold * 1e6);
+  std::vector<float> scratch(GdnChunkedScratchFloats(dims) * GdnMaxThreads());
+  const double chunked = Seconds([&] { GdnChunked(dims, d.inputs(), states[1].data(), out.data(), scratch); }, 3);
+  const double recurrent = Seconds([&] { GdnRecurrent(dims, d.inputs(), states[2].data(), out.data()); }, 3);
+  std::printf("prefill %ld tokens: chunked %.0f tokens/s (%.0f ns/token/head), recurrent %.0f tokens/s\n",
+              static_cast<long>(tokens), tokens / chunked, chunked * 1e9 / tokens / nv, tokens / recurrent);
+  return 0;
+}
+
+}  // namespace
+}  // namespace pagellm
+
+int main(int argc, char** argv) { return pagellm::Main(argc, argv); }
