@@ -11,6 +11,12 @@
 // Linear weights go through PrepareLinear once at load so a backend can pack/reorder
 // them (oneDNN blocked layouts, int8 quantisation, device upload); the model never
 // looks inside a LinearWeight.
+//
+// Int8: a kQ8_0 weight (GGUF) always runs as llama.cpp's q8_0 x q8_0 (activations
+// quantized per 32-block); a float weight prepared with
+//   be->PrepareLinear(w, b, {.quantization = LinearQuantization::kInt8});
+// runs as W8A8 (per-output-channel int8 weights, dynamic per-token int8 activations).
+// The exact semantics of both are the reference backend's (backend/int8_quant.h).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +33,18 @@
 namespace pagellm {
 
 class Backend;
+
+enum class LinearQuantization : uint8_t {
+  kNone,  // compute with the weight's own dtype (bf16/f16/f32, or q8_0 as stored)
+  kInt8,  // W8A8: float weights quantized per output channel at PrepareLinear
+};
+
+struct LinearOptions {
+  LinearQuantization quantization = LinearQuantization::kNone;  // ignored for kQ8_0 weights
+};
+
+// "none" | "int8" (vLLM's --quantization value) -> LinearQuantization.
+StatusOr<LinearQuantization> LinearQuantizationFromName(std::string_view name);
 
 // A linear layer's weight [N, K] (+ optional bias [N]) prepared for one backend.
 class LinearWeight {
@@ -73,7 +91,8 @@ class Backend {
   // Host-visible, page-aligned, zeroed memory for workspaces.
   virtual StatusOr<AlignedBuffer> Allocate(size_t bytes) { return AlignedBuffer::Allocate(bytes); }
 
-  // out [T, H] = float(table [V, H])[ids]. Precondition: 0 <= ids[t] < V.
+  // out [T, H] = float(table [V, H])[ids] (bf16/f16/f32, or kQ8_0 dequantized exactly).
+  // Precondition: 0 <= ids[t] < V.
   virtual void Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) = 0;
 
   // y[r] = weight * (x[r] * rsqrt(mean(x[r]^2) + eps)) for r < rows.
@@ -81,10 +100,11 @@ class Backend {
   virtual void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
                        float* y) = 0;
 
-  // weight [N, K] bf16/f16/f32 (PyTorch layout); bias [N] (any float dtype) or empty.
-  // The views must outlive the returned object (a backend may keep pointing at them).
-  virtual StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight,
-                                                                const TensorView& bias) = 0;
+  // weight [N, K] bf16/f16/f32 (PyTorch layout) or kQ8_0 (K % 32 == 0); bias [N] (any
+  // float dtype) or empty. The views must outlive the returned object (a backend may
+  // keep pointing at them). options.quantization = kInt8 asks for W8A8 (see above).
+  virtual StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight, const TensorView& bias,
+                                                                const LinearOptions& options = {}) = 0;
 
   // y [M, N] = x [M, K] · W^T (+ bias). Precondition: `weight` was prepared by this backend.
   virtual void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) = 0;

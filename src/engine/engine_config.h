@@ -14,6 +14,10 @@ struct EngineConfig {
   std::string tokenizer;                // default: the model directory
   std::string load_format = "auto";     // auto | safetensors | dummy
   std::string dtype = "auto";           // auto | bfloat16 | float16 | float32
+  // Linear-layer quantization (vLLM's --quantization): "none" | "int8" (W8A8 from a
+  // float checkpoint: LinearOptions{LinearQuantization::kInt8}). GGUF Q8_0 weights run
+  // as Q8_0 regardless. Parse with LinearQuantizationFromName (backend/backend.h).
+  std::string quantization = "none";
   std::string generation_config = "auto";  // auto (model's file) | vllm (none) | a directory
   uint64_t seed = 0;                    // engine seed: dummy weights, unseeded requests
 

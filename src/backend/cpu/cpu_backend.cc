@@ -7,6 +7,9 @@
 
 #include "backend/cpu/dnnl_matmul.h"
 #include "backend/cpu/gemv.h"
+#include "backend/cpu/int8_gemv.h"
+#include "backend/cpu/int8_linear.h"
+#include "backend/int8_quant.h"
 #include "backend/cpu/paged_attention_cpu.h"
 #include "common/logging.h"
 #include "tensor/half.h"
@@ -17,9 +20,10 @@ namespace {
 class CpuLinearWeight final : public LinearWeight {
  public:
   CpuLinearWeight(const Backend* be, const TensorView& w) : LinearWeight(be, w.dim(0), w.dim(1)), weight(w) {}
-  TensorView weight;                  // [N, K], borrowed (GEMV reads it in place)
+  TensorView weight;                  // [N, K], borrowed (GEMV reads it in place; q8_0 too)
   std::vector<float> bias;            // [N] or empty
   std::unique_ptr<DnnlMatmul> dnnl;   // packed copy for M > gemv_max_rows; may be null
+  std::unique_ptr<W8A8Weight> w8a8;   // set for LinearQuantization::kInt8 (then `dnnl` is null)
 };
 
 // ---- AVX2 helpers -------------------------------------------------------------
@@ -99,16 +103,23 @@ CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
     PLOG_WARN("CpuBackend: AVX-512 BF16 requested but not supported; using avx2");
     options_.isa = CpuIsa::kAvx2;
   }
+  int8_avx512_ = options_.isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
 }
 
 void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) {
   const int64_t hidden = table.dim(1), vocab = table.dim(0);
-  const size_t elem = DTypeSize(table.dtype);
+  const bool q8_0 = table.dtype == DType::kQ8_0;
+  const size_t elem = q8_0 ? 0 : DTypeSize(table.dtype);
   const int64_t num_ids = static_cast<int64_t>(ids.size());
 #pragma omp parallel for schedule(static) if (num_ids > 1)
   for (int64_t t = 0; t < num_ids; ++t) {
     const int32_t id = ids[static_cast<size_t>(t)];
     PAGELLM_CHECK(id >= 0 && id < vocab);
+    if (q8_0) {
+      const auto* rows = static_cast<const BlockQ8_0*>(table.data);
+      DequantizeRowQ8_0(rows + id * (hidden / kQ8_0BlockElements), hidden, out + t * hidden);
+      continue;
+    }
     LoadRow(static_cast<const char*>(table.data) + static_cast<size_t>(id * hidden) * elem, table.dtype, hidden,
             out + t * hidden);
   }
@@ -133,12 +144,18 @@ void CpuBackend::RmsNorm(const float* x, const float* weight, int64_t rows, int6
   }
 }
 
-StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorView& weight, const TensorView& bias) {
+StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorView& weight, const TensorView& bias,
+                                                                  const LinearOptions& options) {
   PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weight, bias));
   auto prepared = std::make_unique<CpuLinearWeight>(this, weight);
   if (!bias.empty()) {
     prepared->bias.resize(static_cast<size_t>(bias.numel()));
     LoadRow(bias.data, bias.dtype, bias.numel(), prepared->bias.data());
+  }
+  if (weight.dtype == DType::kQ8_0) return std::unique_ptr<LinearWeight>(std::move(prepared));
+  if (options.quantization == LinearQuantization::kInt8) {
+    PAGELLM_ASSIGN_OR_RETURN(prepared->w8a8, W8A8Weight::Create(weight, options_.use_dnnl));
+    return std::unique_ptr<LinearWeight>(std::move(prepared));
   }
   if (options_.use_dnnl) {
     auto dnnl = DnnlMatmul::Create(weight);
@@ -155,6 +172,10 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
 void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) {
   PAGELLM_CHECK(weight.backend() == this);
   const auto& w = static_cast<const CpuLinearWeight&>(weight);
+  const float* bias = w.bias.empty() ? nullptr : w.bias.data();
+  const Int8KernelChoice int8{.avx512 = int8_avx512_, .gemv_max_rows = options_.gemv_max_rows};
+  if (w.weight.dtype == DType::kQ8_0) return RunQ8_0(w.weight, x, num_rows, bias, y, int8);
+  if (w.w8a8 != nullptr) return RunW8A8(*w.w8a8, x, num_rows, bias, y, int8);
   if (num_rows > options_.gemv_max_rows && w.dnnl != nullptr && w.dnnl->Run(x, num_rows, y)) {
     if (!w.bias.empty()) {
       const int64_t n = w.out_features();

@@ -7,6 +7,11 @@
 // they are a small share of the time. All threading is OpenMP, the same pool oneDNN
 // uses, so the two never oversubscribe the cores.
 //
+// Int8 (int8_linear.h): kQ8_0 weights run llama.cpp's q8_0 x q8_0 kernels for every M;
+// LinearOptions{kInt8} turns float weights into W8A8 (GEMV for M <= gemv_max_rows,
+// oneDNN s8 x s8 above). The AVX-512 int8 kernels need VNNI; isa = kAvx512 on a CPU
+// with BF16 but without VNNI runs the AVX2 int8 kernels.
+//
 //   CpuBackend cpu;                                   // DetectCpuIsa(), default split
 //   CpuBackend avx2({.isa = CpuIsa::kAvx2});          // force the baseline
 //   CpuBackend gemv_only({.gemv_max_rows = INT64_MAX});
@@ -37,8 +42,8 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   void Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) override;
   void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) override;
-  StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight,
-                                                        const TensorView& bias) override;
+  StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight, const TensorView& bias,
+                                                        const LinearOptions& options = {}) override;
   void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) override;
   void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads, int64_t head_dim,
             float* x) override;
@@ -51,6 +56,7 @@ class CpuBackend final : public Backend {
 
  private:
   CpuBackendOptions options_;
+  bool int8_avx512_ = false;  // isa == kAvx512 and the CPU has AVX-512 VNNI
   ReferenceBackend fallback_;  // for shapes the SIMD kernels do not cover (head_dim % 16 != 0)
 };
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/int8_quant.h"
 #include "tensor/half.h"
 
 namespace pagellm {
@@ -35,8 +36,11 @@ Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias) {
     return InvalidArgumentError(fmt::format("linear weight must be a 2-D [N, K] tensor, got {}",
                                             ShapeToString(weight.shape)));
   }
-  if (!is_float(weight.dtype)) {
+  if (!is_float(weight.dtype) && weight.dtype != DType::kQ8_0) {
     return InvalidArgumentError(fmt::format("linear weight dtype {} is not supported", DTypeName(weight.dtype)));
+  }
+  if (weight.dtype == DType::kQ8_0 && weight.dim(1) % kQ8_0BlockElements != 0) {
+    return InvalidArgumentError(fmt::format("q8_0 linear weight {} needs K % 32 == 0", ShapeToString(weight.shape)));
   }
   if (!bias.empty() && (bias.numel() != weight.dim(0) || !is_float(bias.dtype))) {
     return InvalidArgumentError(fmt::format("linear bias {} {} does not match weight {}", DTypeName(bias.dtype),
@@ -53,7 +57,49 @@ class ReferenceLinearWeight final : public LinearWeight {
       : LinearWeight(be, w.dim(0), w.dim(1)), weight(w), bias(b) {}
   TensorView weight;  // [N, K]
   TensorView bias;    // [N] or empty
+  // W8A8 only: q_w [N, K] and s_w [N]; `weight` is then unused.
+  std::vector<int8_t> q_w;
+  std::vector<float> s_w;
 };
+
+double BiasAt(const ReferenceLinearWeight& w, int64_t n) {
+  return w.bias.empty() ? 0.0 : LoadElementAsF32(w.bias.data, w.bias.dtype, n);
+}
+
+// y [M, N] for kQ8_0 weights: per block, exact int32 dot times fp16(d_w) * fp16(d_x).
+void LinearQ8_0(const ReferenceLinearWeight& w, const float* x, int64_t num_rows, float* y) {
+  const int64_t n_out = w.out_features(), k_in = w.in_features(), nb = k_in / kQ8_0BlockElements;
+  const auto* wq = static_cast<const BlockQ8_0*>(w.weight.data);
+  std::vector<BlockQ8_0> xq(static_cast<size_t>(nb));
+  for (int64_t m = 0; m < num_rows; ++m) {
+    QuantizeRowQ8_0(x + m * k_in, k_in, xq.data());
+    for (int64_t n = 0; n < n_out; ++n) {
+      double acc = 0.0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ8_0& wb = wq[n * nb + b];
+        const BlockQ8_0& xb = xq[static_cast<size_t>(b)];
+        int32_t dot = 0;
+        for (int i = 0; i < kQ8_0BlockElements; ++i) dot += int32_t{wb.qs[i]} * int32_t{xb.qs[i]};
+        acc += static_cast<double>(dot) * (F16ToF32(wb.d) * F16ToF32(xb.d));
+      }
+      y[m * n_out + n] = static_cast<float>(acc + BiasAt(w, n));
+    }
+  }
+}
+
+// y [M, N] for W8A8: exact int dot times s_x[m] * s_w[n].
+void LinearW8A8(const ReferenceLinearWeight& w, const float* x, int64_t num_rows, float* y) {
+  const int64_t n_out = w.out_features(), k_in = w.in_features();
+  std::vector<int8_t> xq(static_cast<size_t>(k_in));
+  for (int64_t m = 0; m < num_rows; ++m) {
+    const float s_x = QuantizeRowInt8(x + m * k_in, k_in, xq.data());
+    for (int64_t n = 0; n < n_out; ++n) {
+      int64_t dot = 0;
+      for (int64_t k = 0; k < k_in; ++k) dot += int32_t{w.q_w[static_cast<size_t>(n * k_in + k)]} * int32_t{xq[static_cast<size_t>(k)]};
+      y[m * n_out + n] = static_cast<float>(static_cast<double>(dot) * (s_x * w.s_w[static_cast<size_t>(n)]) + BiasAt(w, n));
+    }
+  }
+}
 
 }  // namespace
 
@@ -61,6 +107,11 @@ void ReferenceBackend::Embedding(const TensorView& table, std::span<const int32_
   const int64_t hidden = table.dim(1);
   for (size_t t = 0; t < ids.size(); ++t) {
     PAGELLM_CHECK(ids[t] >= 0 && ids[t] < table.dim(0));
+    if (table.dtype == DType::kQ8_0) {
+      const auto* rows = static_cast<const BlockQ8_0*>(table.data);
+      DequantizeRowQ8_0(rows + ids[t] * (hidden / kQ8_0BlockElements), hidden, out + static_cast<int64_t>(t) * hidden);
+      continue;
+    }
     for (int64_t h = 0; h < hidden; ++h) {
       out[static_cast<int64_t>(t) * hidden + h] = LoadElementAsF32(table.data, table.dtype, ids[t] * hidden + h);
     }
@@ -80,14 +131,28 @@ void ReferenceBackend::RmsNorm(const float* x, const float* weight, int64_t rows
 }
 
 StatusOr<std::unique_ptr<LinearWeight>> ReferenceBackend::PrepareLinear(const TensorView& weight,
-                                                                        const TensorView& bias) {
+                                                                        const TensorView& bias,
+                                                                        const LinearOptions& options) {
   PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weight, bias));
-  return std::unique_ptr<LinearWeight>(new ReferenceLinearWeight(this, weight, bias));
+  auto w = std::make_unique<ReferenceLinearWeight>(this, weight, bias);
+  if (options.quantization == LinearQuantization::kInt8 && weight.dtype != DType::kQ8_0) {
+    const int64_t n_out = weight.dim(0), k_in = weight.dim(1);
+    w->q_w.resize(static_cast<size_t>(n_out * k_in));
+    w->s_w.resize(static_cast<size_t>(n_out));
+    std::vector<float> row(static_cast<size_t>(k_in));
+    for (int64_t n = 0; n < n_out; ++n) {
+      for (int64_t k = 0; k < k_in; ++k) row[static_cast<size_t>(k)] = LoadElementAsF32(weight.data, weight.dtype, n * k_in + k);
+      w->s_w[static_cast<size_t>(n)] = QuantizeRowInt8(row.data(), k_in, w->q_w.data() + n * k_in);
+    }
+  }
+  return std::unique_ptr<LinearWeight>(std::move(w));
 }
 
 void ReferenceBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) {
   PAGELLM_CHECK(weight.backend() == this);
   const auto& w = static_cast<const ReferenceLinearWeight&>(weight);
+  if (w.weight.dtype == DType::kQ8_0) return LinearQ8_0(w, x, num_rows, y);
+  if (!w.s_w.empty()) return LinearW8A8(w, x, num_rows, y);
   const int64_t n_out = w.out_features(), k_in = w.in_features();
   for (int64_t m = 0; m < num_rows; ++m) {
     for (int64_t n = 0; n < n_out; ++n) {

@@ -22,8 +22,12 @@ class ReferenceBackend final : public Backend {
   std::string_view name() const override { return "reference"; }
   void Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) override;
   void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) override;
-  StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight,
-                                                        const TensorView& bias) override;
+  // kQ8_0 weights: x rows quantized with QuantizeRowQ8_0, y = sum over blocks of
+  // int32 dot * fp16(d_w) * fp16(d_x) (llama.cpp ggml_vec_dot_q8_0_q8_0), + bias.
+  // kInt8 option: W = s_w[n] * q_w[n, :] per channel (QuantizeRowInt8), x rows likewise,
+  // y = s_x[m] * s_w[n] * int_dot(q_x[m], q_w[n]) + bias.
+  StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight, const TensorView& bias,
+                                                        const LinearOptions& options = {}) override;
   void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) override;
   void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads, int64_t head_dim,
             float* x) override;
@@ -35,7 +39,7 @@ class ReferenceBackend final : public Backend {
                       const AttentionDims& dims, float* out) override;
 };
 
-// Checks a linear weight/bias pair (rank, dtype, matching N); shared by backends.
+// Checks a linear weight/bias pair (rank, dtype, matching N, K % 32 for kQ8_0); shared by backends.
 Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias);
 
 }  // namespace pagellm

@@ -1,0 +1,181 @@
+// kernel_bench: Linear throughput of the CPU backend for bf16, Q8_0 and W8A8 weights.
+//
+//   build-x/bench/kernels/kernel_bench [--isa avx2|avx512] [--reps 7] [--quick]
+// Prints, per [N, K] weight (Qwen3-0.6B's down_proj 1024x3072, gate/up 3072x1024 and
+// lm_head 151936x1024):
+//   * M = 1 GEMV: GB/s of weight bytes streamed (bf16 2 B, q8_0 34/32 B, w8a8 1 B per
+//     element), cold cache: weights and x are flushed (clflush) before every call;
+//   * M = 16, 64, 512: GFLOP/s (2*M*N*K / time; int8 "GOPS" for q8_0 / w8a8), also cold.
+// and the DRAM read ceiling of the same threads (a 1 GiB AVX2 sum). Each number is the
+// median of --reps runs. Not a test: numbers depend on machine load (printed first).
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/int8_quant.h"
+#include "tensor/half.h"
+
+using namespace pagellm;
+
+namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Evicts [p, p + bytes) from every cache level.
+void Flush(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (size_t i = 0; i < bytes; i += 64) _mm_clflush(c + i);
+  _mm_mfence();
+}
+
+// Median GB/s of a parallel AVX2 read over a 1 GiB buffer (well beyond the L3).
+double DramReadGbs(int reps) {
+  std::vector<float> buf(size_t{1} << 28, 1.0f);  // 1 GiB
+  std::vector<double> gbs;
+  for (int r = 0; r < reps; ++r) {
+    double t0 = Now(), total = 0;
+#pragma omp parallel reduction(+ : total)
+    {
+      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+#pragma omp for schedule(static)
+      for (size_t i = 0; i < buf.size(); i += 16) {
+        acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(buf.data() + i));
+        acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(buf.data() + i + 8));
+      }
+      float tmp[8];
+      _mm256_storeu_ps(tmp, _mm256_add_ps(acc0, acc1));
+      for (float v : tmp) total += v;
+    }
+    double sec = Now() - t0;
+    if (total < 0) std::printf("?");  // keep the sum alive
+    gbs.push_back(static_cast<double>(buf.size() * sizeof(float)) / sec / 1e9);
+  }
+  return Median(gbs);
+}
+
+struct Weights {
+  std::vector<uint16_t> bf16;
+  std::vector<BlockQ8_0> q8;
+  TensorView bf16_view, q8_view;
+};
+
+Weights MakeWeights(int64_t n, int64_t k) {
+  Weights w;
+  std::mt19937 rng(static_cast<uint32_t>(n + k));
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  std::vector<float> row(static_cast<size_t>(k));
+  w.bf16.resize(static_cast<size_t>(n * k));
+  w.q8.resize(static_cast<size_t>(n * k / 32));
+  for (int64_t i = 0; i < n; ++i) {
+    for (auto& v : row) v = dist(rng);
+    for (int64_t j = 0; j < k; ++j) w.bf16[static_cast<size_t>(i * k + j)] = F32ToBf16(row[static_cast<size_t>(j)]);
+    QuantizeRowQ8_0(row.data(), k, w.q8.data() + i * (k / 32));
+  }
+  w.bf16_view = TensorView{w.bf16.data(), DType::kBF16, {n, k}};
+  w.q8_view = TensorView{w.q8.data(), DType::kQ8_0, {n, k}};
+  return w;
+}
+
+// Reads a 300 MiB buffer so the 260 MiB L3 holds none of the weights; for weights whose
+// packed copy lives inside a LinearWeight (W8A8, oneDNN layouts) and cannot be clflushed.
+void Sweep() {
+  static std::vector<int64_t> sweep((300u << 20) / sizeof(int64_t), 1);
+  int64_t total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+  for (size_t i = 0; i < sweep.size(); i += 8) total += sweep[i];
+  if (total == 42) std::printf("?");
+}
+
+// Median seconds of one cold Linear call: `flush_bytes` of `flush_ptr` are clflushed
+// (or the whole cache swept when flush_ptr is null) and x is clflushed before each.
+double TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>& x, int64_t m, std::vector<float>& y,
+                const void* flush_ptr, size_t flush_bytes, int reps) {
+  be.Linear(w, x.data(), m, y.data());  // warm-up: primitive creation, page faults
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    if (flush_ptr != nullptr) Flush(flush_ptr, flush_bytes);
+    else Sweep();
+    Flush(x.data(), static_cast<size_t>(m) * static_cast<size_t>(w.in_features()) * sizeof(float));
+    double t0 = Now();
+    be.Linear(w, x.data(), m, y.data());
+    t.push_back(Now() - t0);
+  }
+  return Median(t);
+}
+
+std::string LoadAvg() {
+  std::ifstream f("/proc/loadavg");
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CpuBackendOptions opts;
+  int reps = 7;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--isa" && i + 1 < argc) opts.isa = std::string(argv[++i]) == "avx2" ? CpuIsa::kAvx2 : CpuIsa::kAvx512;
+    if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    if (a == "--quick") quick = true;
+  }
+  CpuBackend be(opts);
+  std::printf("isa=%s threads=%d loadavg=%s\n", std::string(CpuIsaName(be.options().isa)).c_str(),
+              omp_get_max_threads(), LoadAvg().c_str());
+  std::printf("DRAM read ceiling: %.1f GB/s (median of %d, 1 GiB)\n", DramReadGbs(reps), reps);
+  struct Shape { int64_t n, k; };
+  std::vector<Shape> shapes = {{1024, 3072}, {3072, 1024}, {151936, 1024}};
+  if (quick) shapes.pop_back();
+  const LinearOptions int8{.quantization = LinearQuantization::kInt8};
+  for (Shape s : shapes) {
+    Weights w = MakeWeights(s.n, s.k);
+    auto wb = be.PrepareLinear(w.bf16_view, {});
+    auto wq = be.PrepareLinear(w.q8_view, {});
+    auto wi = be.PrepareLinear(w.bf16_view, {}, int8);
+    if (!wb.ok() || !wq.ok() || !wi.ok()) return 1;
+    const double elems = static_cast<double>(s.n * s.k);
+    struct Kind { const char* name; const LinearWeight* w; const void* data; double bytes_per_elem; };
+    // bf16 GEMV and q8_0 read the views in place (clflush them); W8A8 and oneDNN read
+    // packed copies, so M > 1 bf16 and all w8a8 runs sweep the whole cache instead.
+    std::vector<Kind> kinds = {{"bf16", wb->get(), w.bf16.data(), 2.0},
+                               {"q8_0", wq->get(), w.q8.data(), 34.0 / 32.0},
+                               {"w8a8", wi->get(), nullptr, 1.0}};
+    for (int64_t m : {1, 16, 64, 512}) {
+      if (s.n > 100000 && m > 64) continue;
+      std::vector<float> x(static_cast<size_t>(m * s.k)), y(static_cast<size_t>(m * s.n));
+      std::mt19937 rng(7);
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      for (auto& v : x) v = dist(rng);
+      for (const Kind& kd : kinds) {
+        const void* flush_ptr = (m > be.options().gemv_max_rows && kd.data == w.bf16.data()) ? nullptr : kd.data;
+        const int r = m >= 64 ? std::max(3, reps / 2) : reps;
+        const double sec = TimeCold(be, *kd.w, x, m, y, flush_ptr, static_cast<size_t>(elems * kd.bytes_per_elem), r);
+        if (m == 1) {
+          std::printf("N=%6lld K=%5lld M=%3lld %-5s %8.3f ms %7.1f GB/s\n", (long long)s.n, (long long)s.k,
+                      (long long)m, kd.name, sec * 1e3, elems * kd.bytes_per_elem / sec / 1e9);
+        } else {
+          std::printf("N=%6lld K=%5lld M=%3lld %-5s %8.3f ms %7.1f GFLOP/s\n", (long long)s.n, (long long)s.k,
+                      (long long)m, kd.name, sec * 1e3, 2.0 * m * elems / sec / 1e9);
+        }
+      }
+    }
+  }
+  return 0;
+}
