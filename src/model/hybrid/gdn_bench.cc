@@ -58,9 +58,18 @@ int Main(int argc, char** argv) {
               "%.1f us/token/layer\n", hot * 1e9 / nv, cold * 1e9 / nv, cold * 1e6);
   std::vector<float> scratch(GdnChunkedScratchFloats(dims) * GdnMaxThreads());
   const double chunked = Seconds([&] { GdnChunked(dims, d.inputs(), states[1].data(), out.data(), scratch); }, 3);
+  const double chunked16 =
+      Seconds([&] { GdnChunked(dims, d.inputs(), states[1].data(), out.data(), scratch, 16); }, 3);
   const double recurrent = Seconds([&] { GdnRecurrent(dims, d.inputs(), states[2].data(), out.data()); }, 3);
-  std::printf("prefill %ld tokens: chunked %.0f tokens/s (%.0f ns/token/head), recurrent %.0f tokens/s\n",
-              static_cast<long>(tokens), tokens / chunked, chunked * 1e9 / tokens / nv, tokens / recurrent);
+  std::printf("prefill %ld tokens: chunked C=64 %.0f tokens/s (%.0f ns/token/head), C=16 %.0f tokens/s (%.0f), "
+              "recurrent %.0f tokens/s\n", static_cast<long>(tokens), tokens / chunked, chunked * 1e9 / tokens / nv,
+              tokens / chunked16, chunked16 * 1e9 / tokens / nv, tokens / recurrent);
+  for (int64_t t : {2, 4, 8, 16, 64}) {  // crossover for kGdnChunkedMinTokens; C = 64 and 16
+    const double c = Seconds([&] { GdnChunked(dims, d.inputs(0, t), states[1].data(), out.data(), scratch); }, 20);
+    const double r = Seconds([&] { GdnRecurrent(dims, d.inputs(0, t), states[2].data(), out.data()); }, 20);
+    std::printf("  T=%-3ld chunked %.0f ns/token/head, recurrent %.0f ns/token/head\n", static_cast<long>(t),
+                c * 1e9 / t / nv, r * 1e9 / t / nv);
+  }
   return 0;
 }
 

@@ -80,15 +80,17 @@ int64_t GdnChunkedScratchFloats(const GdnDims& dims) {
 int GdnMaxThreads() { return omp_get_max_threads(); }
 
 void GdnChunked(const GdnDims& dims, const GdnInputs& inputs, float* state, float* out,
-                std::span<float> scratch) {
+                std::span<float> scratch, int64_t chunk_size) {
   const int64_t nv = dims.num_v_heads, per_thread = GdnChunkedScratchFloats(dims);
   PAGELLM_CHECK(static_cast<int64_t>(scratch.size()) >= per_thread * GdnMaxThreads());
+  PAGELLM_CHECK(chunk_size > 0 && chunk_size % 16 == 0 && chunk_size <= gdn_internal::kChunk);
   if (inputs.num_tokens == 0) return;
   const bool avx512 = UseAvx512();
 #pragma omp parallel for schedule(static) if (nv > 1)
   for (int64_t h = 0; h < nv; ++h) {
     float* my_scratch = scratch.data() + omp_get_thread_num() * per_thread;
-    const HeadArgs a = MakeHeadArgs(dims, inputs, 0, inputs.num_tokens, h, state, out);
+    HeadArgs a = MakeHeadArgs(dims, inputs, 0, inputs.num_tokens, h, state, out);
+    a.chunk_size = chunk_size;
     if (avx512) {
       gdn_internal::ChunkedHeadAvx512(a, my_scratch);
     } else {

@@ -12,6 +12,8 @@
 
 namespace pagellm::gdn_internal {
 
+inline constexpr int64_t kChunk = 64;  // max chunk size C (= kGdnChunkSize); scratch is sized for it
+
 struct HeadArgs {
   int64_t num_tokens = 0;
   int64_t dk = 0, dv = 0;           // multiples of 16, <= 256
@@ -25,9 +27,8 @@ struct HeadArgs {
   float* out = nullptr;             // row t at out + t * out_stride, [dv]
   int64_t out_stride = 0;
   float* state = nullptr;           // [dk, dv], in/out
+  int64_t chunk_size = kChunk;      // chunked form only: C, a multiple of 16 <= kChunk
 };
-
-inline constexpr int64_t kChunk = 64;  // C (= kGdnChunkSize)
 
 // Floats of scratch one ChunkedHead call needs: gamma and decay factors [2, C],
 // K^T [dk, C], K K^T and Q K^T [2, C, C], U [C, dv], W [C, dk].

@@ -56,6 +56,21 @@ TEST(GdnDeltaRuleTest, ChunkedMatchesReferenceAcrossLengthsAndIsas) {
   }
 }
 
+TEST(GdnDeltaRuleTest, SmallerChunkSizesGiveTheSameResult) {
+  for (CpuIsa isa : SupportedIsas()) {
+    for (int64_t chunk : {16, 32}) {
+      for (int64_t len : {chunk - 1, chunk, chunk + 1, 3 * chunk + 5}) {
+        const GdnTestData d = MakeRandomGdnData(kSmall, len, 300 + len);
+        const std::vector<float> s0 = InitialState(kSmall, true, 17);
+        const RunResult want = RunReference(d, s0);
+        RunResult got{std::vector<float>(want.out.size(), -1.0f), s0};
+        RunChunkedWithIsa(isa, kSmall, d.inputs(), got.state.data(), got.out.data(), chunk);
+        ExpectClose(got, want, fmt::format("chunk {} {} T={}", chunk, CpuIsaName(isa), len));
+      }
+    }
+  }
+}
+
 TEST(GdnDeltaRuleTest, RecurrentSimdMatchesReference) {
   for (CpuIsa isa : SupportedIsas()) {
     for (bool init : {false, true}) {

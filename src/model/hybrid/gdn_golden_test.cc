@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,10 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "model/hybrid/gdn_conv.h"
-#include "model/hybrid/gdn_delta_rule.h"
-#include "model/hybrid/gdn_gated_norm.h"
-#include "model/hybrid/gdn_prepare.h"
+#include "model/hybrid/gdn_mixer.h"
 #include "model/hybrid/gdn_test_util.h"
 #include "model/hybrid/qwen3_next_layout.h"
 
@@ -80,25 +78,21 @@ struct LayerOutputs {
   std::vector<float> state, conv_state;
 };
 
-// Tokens [t0, t0 + n) of the mixer core, chunked or recurrent, continuing out's states.
-void RunSegment(LayerInputs& in, int64_t t0, int64_t n, bool chunked, LayerOutputs& out) {
+// Tokens [t0, t0 + n) through GdnMixerForward, continuing out's states.
+void RunSegment(LayerInputs& in, int64_t t0, int64_t n, LayerOutputs& out) {
   const int64_t c = kDims.conv_dim(), vd = kDims.value_dim(), nv = kDims.num_v_heads;
-  std::vector<float> conv_out(n * c), beta(n * nv), g(n * nv);
-  std::vector<float> scratch(GdnChunkedScratchFloats(kDims) * GdnMaxThreads());
-  GdnCausalConvSilu(kDims, in.t["mixed"].data() + t0 * c, n, in.t["conv_weight"].data(), out.conv_state.data(),
-                    conv_out.data());
-  GdnNormalizeQk(kDims, n, conv_out.data());
-  GdnComputeGates(kDims, n, in.t["b"].data() + t0 * nv, in.t["a"].data() + t0 * nv, in.t["a_log"].data(),
-                  in.t["dt_bias"].data(), beta.data(), g.data());
-  const GdnInputs inputs = GdnInputsFromConvOut(kDims, n, conv_out.data(), beta.data(), g.data());
-  float* core = out.core.data() + t0 * vd;
-  if (chunked) {
-    GdnChunked(kDims, inputs, out.state.data(), core, scratch);
-  } else {
-    GdnRecurrent(kDims, inputs, out.state.data(), core);
-  }
-  GdnGatedRmsNorm(kDims, n, core, in.t["z"].data() + t0 * vd, in.t["norm_weight"].data(), kEps,
-                  out.y.data() + t0 * vd);
+  GdnMixerWorkspace ws(kDims, n);
+  const GdnLayerWeights weights{.conv_weight = in.t["conv_weight"].data(),
+                                .a_log = in.t["a_log"].data(),
+                                .dt_bias = in.t["dt_bias"].data(),
+                                .norm_weight = in.t["norm_weight"].data(),
+                                .norm_eps = kEps};
+  const GdnProjections proj{.mixed = in.t["mixed"].data() + t0 * c,
+                            .z = in.t["z"].data() + t0 * vd,
+                            .b = in.t["b"].data() + t0 * nv,
+                            .a = in.t["a"].data() + t0 * nv};
+  GdnMixerForward(kDims, weights, n, proj, {out.conv_state.data(), out.state.data()}, ws, out.y.data() + t0 * vd);
+  std::copy(ws.core_output(), ws.core_output() + n * vd, out.core.begin() + t0 * vd);
 }
 
 TEST(GdnGoldenTest, MatchesFloat64PyTorchReference) {
@@ -116,8 +110,10 @@ TEST(GdnGoldenTest, MatchesFloat64PyTorchReference) {
   LayerOutputs out;
   out.state = in.t["state0"];
   out.conv_state = in.t["conv_state0"];
-  RunSegment(in, 0, kPrefill, /*chunked=*/true, out);
-  for (int64_t t = kPrefill; t < kTokens; ++t) RunSegment(in, t, 1, /*chunked=*/false, out);
+  // Chunked prefill (70 >= kGdnChunkedMinTokens), a 3-token recurrent step, then decode.
+  RunSegment(in, 0, kPrefill, out);
+  RunSegment(in, kPrefill, 3, out);
+  for (int64_t t = kPrefill + 3; t < kTokens; ++t) RunSegment(in, t, 1, out);
 
   const size_t nvd = kTokens * kDims.value_dim();
   const double e_core = RelErr(out.core, ReadF64(dir, "core_out", nvd));

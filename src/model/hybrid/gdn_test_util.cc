@@ -68,10 +68,12 @@ GdnTestData MakeRandomGdnData(const GdnDims& dims, int64_t num_tokens, uint32_t 
   return d;
 }
 
-void RunChunkedWithIsa(CpuIsa isa, const GdnDims& dims, const GdnInputs& in, float* state, float* out) {
+void RunChunkedWithIsa(CpuIsa isa, const GdnDims& dims, const GdnInputs& in, float* state, float* out,
+                       int64_t chunk_size) {
   std::vector<float> scratch(GdnChunkedScratchFloats(dims));
   for (int64_t h = 0; h < dims.num_v_heads; ++h) {
-    const auto a = gdn_internal::MakeHeadArgs(dims, in, 0, in.num_tokens, h, state, out);
+    auto a = gdn_internal::MakeHeadArgs(dims, in, 0, in.num_tokens, h, state, out);
+    a.chunk_size = chunk_size;
     if (isa == CpuIsa::kAvx512) {
       gdn_internal::ChunkedHeadAvx512(a, scratch.data());
     } else {

@@ -33,7 +33,8 @@ struct GdnTestData {
 GdnTestData MakeRandomGdnData(const GdnDims& dims, int64_t num_tokens, uint32_t seed, float g_min = -1.0f);
 
 // GdnChunked / GdnRecurrent forced onto one ISA's kernels (head by head, serial).
-void RunChunkedWithIsa(CpuIsa isa, const GdnDims& dims, const GdnInputs& in, float* state, float* out);
+void RunChunkedWithIsa(CpuIsa isa, const GdnDims& dims, const GdnInputs& in, float* state, float* out,
+                       int64_t chunk_size = kGdnChunkSize);
 void RunRecurrentWithIsa(CpuIsa isa, const GdnDims& dims, const GdnInputs& in, float* state, float* out);
 
 // The ISAs this CPU can run (always kAvx2; kAvx512 when supported).
