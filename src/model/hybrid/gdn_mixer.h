@@ -17,10 +17,12 @@
 
 namespace pagellm {
 
-// fp32 views of one layer's small GDN parameters (HF names under linear_attn.).
+// fp32 views of one layer's small GDN parameters (HF names under linear_attn.). GGUF
+// (llama.cpp) checkpoints: pass log(-ssm_a) as a_log, and set dims.head_mapping = kTiled
+// when nv != nk (the converter reorders value heads, §5.2 item 6).
 struct GdnLayerWeights {
   const float* conv_weight = nullptr;  // [conv_dim, K]  conv1d.weight squeezed
-  const float* a_log = nullptr;        // [nv]           A_log (HF value, not -exp)
+  const float* a_log = nullptr;        // [nv]           A_log (HF value; GGUF ssm_a = -exp(A_log))
   const float* dt_bias = nullptr;      // [nv]
   const float* norm_weight = nullptr;  // [dv]           norm.weight, plain (not 1 + w)
   float norm_eps = 1e-6f;              // rms_norm_eps
