@@ -28,7 +28,7 @@ struct RopeParams {
   int64_t original_max_positions = 0;  // dynamic / yarn
   double beta_fast = 32.0;             // yarn
   double beta_slow = 1.0;              // yarn
-  std::optional<double> attention_factor;  // yarn; default 0.1 * ln(factor) + 1
+  std::optional<double> attention_factor = std::nullopt;  // yarn; default 0.1 * ln(factor) + 1
   int64_t max_positions = 0;               // table rows: positions 0 .. max_positions-1
 };
 
