@@ -26,7 +26,7 @@ struct TensorView {
     for (int64_t d : shape) n *= d;
     return n;
   }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * DTypeSize(dtype); }
+  size_t nbytes() const { return DTypeBytes(dtype, numel()); }
   int64_t dim(int i) const { return shape[static_cast<size_t>(i < 0 ? i + static_cast<int>(shape.size()) : i)]; }
   int rank() const { return static_cast<int>(shape.size()); }
   template <typename T>
