@@ -173,8 +173,8 @@ StatusOr<LoadResult> RunTraffic(const BenchServeOptions& o, const Plan& plan, co
   ArrivalConfig arrivals{o.request_rate, o.burstiness, o.seed};
   PAGELLM_ASSIGN_OR_RETURN(std::vector<double> offsets, ArrivalOffsets(static_cast<int64_t>(specs.size()), arrivals));
   std::printf("Starting main benchmark run...\n");
-  std::printf("Traffic request rate: %s\n", std::isinf(o.request_rate) ? "inf" : fmt::format("{}", o.request_rate).c_str());
-  std::printf("Burstiness factor: %s (%s)\n", fmt::format("{}", o.burstiness).c_str(),
+  std::printf("Traffic request rate: %s\n", PythonFloat(o.request_rate).c_str());
+  std::printf("Burstiness factor: %s (%s)\n", PythonFloat(o.burstiness).c_str(),
               o.burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
   std::printf("Maximum request concurrency: %s\n",
               o.max_concurrency ? std::to_string(*o.max_concurrency).c_str() : "None");

@@ -32,17 +32,16 @@ bool Selected(const ReportSettings& s, std::string_view key) {
   return false;
 }
 
-// Python's str(float): "inf", "4.0", "0.25".
+std::string Row(std::string_view label, std::string_view value) { return fmt::format("{:<40} {:<10}\n", label, value); }
+std::string Row(std::string_view label, double value) { return fmt::format("{:<40} {:<10.2f}\n", label, value); }
+
+}  // namespace
+
 std::string PythonFloat(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (v == std::floor(v) && std::fabs(v) < 1e16) return fmt::format("{:.1f}", v);
   return fmt::format("{}", v);
 }
-
-std::string Row(std::string_view label, std::string_view value) { return fmt::format("{:<40} {:<10}\n", label, value); }
-std::string Row(std::string_view label, double value) { return fmt::format("{:<40} {:<10.2f}\n", label, value); }
-
-}  // namespace
 
 std::string PercentileWord(double p) {
   if (p == std::floor(p)) return fmt::format("{}", static_cast<int64_t>(p));

@@ -47,6 +47,9 @@ OrderedJson BuildResultJson(const BenchmarkMetrics& metrics, std::span<const Req
 // the rate printed as Python prints a float ("inf", "4.0", "0.5").
 std::string DefaultResultFilename(const ReportSettings& settings);
 
+// Python's str(float): "inf", "4.0", "0.25" (vLLM prints and names files with it).
+std::string PythonFloat(double v);
+
 // "99" for 99.0, "99.9" for 99.9: the percentile's word in keys and labels.
 std::string PercentileWord(double p);
 

@@ -155,6 +155,10 @@ TEST(ReportTest, PercentileWords) {
   EXPECT_EQ(PercentileWord(99.0), "99");
   EXPECT_EQ(PercentileWord(99.9), "99.9");
   EXPECT_EQ(PercentileWord(50.0), "50");
+  EXPECT_EQ(PythonFloat(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(PythonFloat(10.0), "10.0");
+  EXPECT_EQ(PythonFloat(0.25), "0.25");
+  EXPECT_EQ(PythonFloat(1.0 / 3.0), "0.3333333333333333");  // Python: str(1/3)
 }
 
 }  // namespace

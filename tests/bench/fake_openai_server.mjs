@@ -55,6 +55,7 @@ async function stream(req, res, body, seq) {
     send(chunk(isChat, id, ' tok'.repeat(n), null));
     produced += n;
     if (cutEvery > 0 && seq % cutEvery === 0) {
+      await sleep(itlMs);  // let the first chunk reach the client: the cut is mid-stream
       res.socket.destroy();
       return;
     }
