@@ -117,8 +117,7 @@ Status EngineCore::InitScheduler() {
   return OkStatus();
 }
 
-Status EngineCore::AddRequest(const std::string& request_id, std::vector<int32_t> prompt, SamplingParams params,
-                              OutputCallback callback, const std::string& cache_key) {
+Status EngineCore::ValidateRequest(std::span<const int32_t> prompt, SamplingParams params) const {
   if (config_.generation_config == "auto") ApplyGenerationDefaults(loaded_.generation_config, params);
   int32_t vocab = static_cast<int32_t>(loaded_.config.vocab_size);
   PAGELLM_RETURN_IF_ERROR(ValidateSamplingParams(params, config_.max_logprobs, vocab));
@@ -133,6 +132,13 @@ Status EngineCore::AddRequest(const std::string& request_id, std::vector<int32_t
         "This model's maximum context length is {} tokens. However, your request has {} input tokens. "
         "Please reduce the length of the input messages.", max_model_len_, prompt.size()));
   }
+  return OkStatus();
+}
+
+Status EngineCore::AddRequest(const std::string& request_id, std::vector<int32_t> prompt, SamplingParams params,
+                              OutputCallback callback, const std::string& cache_key) {
+  PAGELLM_RETURN_IF_ERROR(ValidateRequest(prompt, params));
+  if (config_.generation_config == "auto") ApplyGenerationDefaults(loaded_.generation_config, params);
   if (children_.count(request_id)) return AlreadyExistsError(fmt::format("request id '{}' is already running", request_id));
   auto shared_cb = std::make_shared<OutputCallback>(std::move(callback));
   uint64_t counter = request_counter_++;

