@@ -10,6 +10,7 @@
 
 #include "common/logging.h"
 #include "model/dummy_weights.h"
+#include "model/gguf_loader.h"
 #include "model/safetensors.h"
 #include "model/weight_binding.h"
 #include "model/weight_spec.h"
@@ -53,6 +54,7 @@ StatusOr<ModelWeights> LoadSafetensorsWeights(const ModelConfig& config, const s
 StatusOr<LoadedModel> LoadModel(const LoadOptions& options) {
   auto start = std::chrono::steady_clock::now();
   const std::string& dir = options.model_path;
+  if (IsGgufPath(dir)) return LoadGgufModel(options);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return NotFoundError(fmt::format("model directory {} does not exist", dir));
   LoadedModel model;

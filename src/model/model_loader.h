@@ -1,5 +1,6 @@
-// LoadModel: the one call that turns a model directory (or just a config for
-// `--load-format dummy`) into config + generation defaults + weights.
+// LoadModel: the one call that turns a model directory or a `.gguf` file (or just a
+// config for `--load-format dummy`) into config + generation defaults + weights.
+// GGUF files go through LoadGgufModel (model/gguf_loader.h).
 //
 //   LoadOptions options;
 //   options.model_path = "/models/qwen3-0.6b";
@@ -23,7 +24,7 @@ namespace pagellm {
 
 struct LoadOptions {
   std::string model_path;
-  std::string load_format = "auto";  // auto | safetensors | dummy
+  std::string load_format = "auto";  // auto | safetensors | gguf | dummy
   std::string dtype = "auto";        // auto | bfloat16 | float16 | float32 (and aliases)
   uint64_t seed = 0;                 // dummy weights only
 };
@@ -32,7 +33,7 @@ struct LoadedModel {
   ModelConfig config;
   GenerationConfig generation_config;
   ModelWeights weights;
-  std::string tokenizer_path;  // directory containing tokenizer.json; empty if none
+  std::string tokenizer_path;  // directory containing tokenizer.json, or the .gguf; empty if none
 };
 
 StatusOr<LoadedModel> LoadModel(const LoadOptions& options);

@@ -4,9 +4,13 @@
 // of a token sequence: the logits reference for pagellm's parity tests.
 //
 //   node tests/gguf/llama_cpp_eval.mjs --model M.gguf --tokens 9707,11,1879 [--top-k 10]
-//        [--full-out logprobs.json] [--text "Hello"] [--threads 2]
+//        [--full-out logprobs.json] [--text "Hello"] [--threads 2] [--generate 64]
 //
-// Output: {n_vocab, tokens, text_tokens?, positions: [{pos, argmax, top: [[id, logprob], ...]}]}
+// Output: {n_vocab, tokens, text_tokens?, positions: [{pos, argmax, top: [[id, logprob], ...]}],
+//          generated?: [id, ...], generated_top?: [[[id, logprob] x2], ...]}
+// --generate N continues greedily (argmax, end-of-generation tokens ignored) for N tokens,
+// one token per decode call as a server would; generated_top[i] is the top-2 that chose
+// generated[i].
 // node-llama-cpp exposes no raw logits; with temperature 0 its sampler returns softmax over
 // the full vocabulary of the raw logits, so logprob = log(p) = logit - logsumexp(logits)
 // (comparisons should use log_softmax of pagellm's logits). --full-out writes every
@@ -30,6 +34,7 @@ function parseArgs(argv) {
     else if (k === "--top-k") args.topK = Number(v);
     else if (k === "--full-out") args.fullOut = v;
     else if (k === "--threads") args.threads = Number(v);
+    else if (k === "--generate") args.generate = Number(v);
     else throw new Error(`unknown argument ${k}`);
   }
   if (!args.model || (!args.tokens && args.text === undefined)) {
@@ -50,7 +55,9 @@ if (args.text !== undefined) {
   out.text_tokens = Array.from(model.tokenize(args.text, true));
   if (!tokens) tokens = out.text_tokens;
 }
-const context = await model.createContext({ contextSize: Math.max(64, tokens.length + 8), threads: args.threads });
+const context = await model.createContext({
+  contextSize: Math.max(64, tokens.length + (args.generate ?? 0) + 8), threads: args.threads,
+});
 const sequence = context.getSequence();
 const input = tokens.map((t) => [t, { generateNext: { probabilities: true } }]);
 const results = await sequence.controlledEvaluate(input);
@@ -72,6 +79,23 @@ for (let pos = 0; pos < tokens.length; ++pos) {
     const lp = new Array(probs.size).fill(null);
     for (const [id, p] of probs) lp[id] = p > 0 ? Math.log(p) : null;
     full.push(lp);
+  }
+}
+if (args.generate) {
+  out.generated = [];
+  out.generated_top = [out.positions[out.positions.length - 1].top.slice(0, 2)];
+  let next = out.positions[out.positions.length - 1].argmax;
+  for (let i = 0; i < args.generate; ++i) {
+    out.generated.push(next);
+    if (i + 1 === args.generate) break;
+    const [res] = await sequence.controlledEvaluate([[next, { generateNext: { probabilities: true } }]]);
+    const top = [];
+    for (const [id, p] of res.next.probabilities) {
+      if (top.length >= 2) break;
+      top.push([id, Math.log(p)]);
+    }
+    out.generated_top.push(top);
+    next = top[0][0];
   }
 }
 if (args.fullOut) fs.writeFileSync(args.fullOut, JSON.stringify(full));

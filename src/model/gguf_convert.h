@@ -1,0 +1,46 @@
+// ConvertToGguf: a Hugging Face Qwen2/Qwen3 checkpoint directory -> one GGUF file that
+// llama.cpp loads, written the way llama.cpp's convert_hf_to_gguf.py writes it
+// (`pagellm convert MODEL_DIR --outfile OUT.gguf --outtype q8_0`).
+//
+//   GgufConvertOptions options{.model_dir = "/models/qwen3-0.6b", .outfile = "q.gguf",
+//                              .outtype = GgmlType::kQ8_0};
+//   PAGELLM_ASSIGN_OR_RETURN(GgufConvertReport report, ConvertToGguf(options));
+//
+// Tensor types follow ModelBase.prepare_tensors: 1-D tensors, "*_norm.weight" and
+// anything not ending in ".weight" (biases) stay F32; other tensors take `outtype`, and a
+// Q8_0 tensor whose rows are not a multiple of 32 falls back to F16. Values go through
+// float32 first (as torch's .to(float32)); F16/BF16 round to nearest even and Q8_0 uses
+// llama.cpp's quantize_row_q8_0_ref. Metadata: gguf/gguf_metadata.h and
+// gguf/gguf_tokenizer_metadata.h (the chat template comes from tokenizer_config.json,
+// else chat_template.jinja, as gguf-py's SpecialVocab does). Tensor data is produced
+// while the file is written, so memory stays at one chunk per thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "gguf/gguf_types.h"
+
+namespace pagellm {
+
+struct GgufConvertOptions {
+  std::string model_dir;
+  std::string outfile;
+  GgmlType outtype = GgmlType::kF16;  // kF32, kF16, kBF16 or kQ8_0
+  std::string name;                   // general.name; empty: the directory's name
+};
+
+struct GgufConvertReport {
+  int64_t num_tensors = 0;
+  int64_t num_f32_tensors = 0;  // kept in F32 by the rules above
+  uint64_t file_bytes = 0;
+};
+
+// Which type llama.cpp's converter stores tensor `gguf_name` (PyTorch rank `rank`,
+// ggml row length `ne0`) in for `outtype`.
+GgmlType GgufTensorTypeFor(const std::string& gguf_name, int rank, int64_t ne0, GgmlType outtype);
+
+StatusOr<GgufConvertReport> ConvertToGguf(const GgufConvertOptions& options);
+
+}  // namespace pagellm

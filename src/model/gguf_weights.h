@@ -1,0 +1,76 @@
+// GgufTensorSource: the tensors of a GGUF file under their Hugging Face names, as a
+// TensorSource that BindWeights checks and binds like a safetensors checkpoint.
+//
+//   PAGELLM_ASSIGN_OR_RETURN(std::shared_ptr<const GgufFile> gguf, OpenSharedGguf("m.gguf"));
+//   PAGELLM_ASSIGN_OR_RETURN(auto source, GgufTensorSource::Create(gguf, std::nullopt));  // auto
+//   PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindGgufWeights(config, *source));
+//
+// With a `dtype` (bf16, f16 or f32) every tensor comes out in that dtype:
+//   - F32/F16/BF16 tensors already in `dtype` are views into the mapped file (no copy);
+//   - other float tensors are converted (round-to-nearest-even);
+//   - quantized tensors (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) are dequantized exactly as
+//     llama.cpp does and then rounded to `dtype` (f32 keeps them exact).
+// Without one (`--dtype auto`), tensors keep the file's types where the model can run
+// them: F32/F16/BF16 and Q8_0 (DType::kQ8_0, the backend's native int8 path) are views
+// into the mapping; other quantized types are dequantized to bf16. The result mixes
+// dtypes (e.g. Q8_0 linears with F32 norms), which QwenModel reads per tensor.
+// GGUF shapes are ggml order (ne[0] fastest); views use PyTorch order (reversed).
+// Tensors with no Hugging Face name for the architecture are skipped with a warning.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "gguf/gguf_file.h"
+#include "model/config.h"
+#include "model/tensor_source.h"
+#include "model/weights.h"
+#include "tensor/dtype.h"
+
+namespace pagellm {
+
+// GgufFile::Open into a shared_ptr (the source and ModelWeights::storage share the mapping).
+StatusOr<std::shared_ptr<const GgufFile>> OpenSharedGguf(const std::string& path);
+
+class GgufTensorSource final : public TensorSource {
+ public:
+  // Precondition: dtype, if given, in {kBF16, kF16, kF32}. Fails naming the tensor on a
+  // malformed one.
+  static StatusOr<std::unique_ptr<GgufTensorSource>> Create(std::shared_ptr<const GgufFile> gguf,
+                                                            std::optional<DType> dtype);
+
+  const TensorView* Find(const std::string& name) const override;
+  std::vector<std::string> Names() const override;
+  std::string Origin(const std::string& name) const override;
+  std::vector<std::shared_ptr<const void>> Storage() const override;
+
+  // Bytes allocated for converted/dequantized tensors (0 when every view is zero-copy).
+  size_t converted_bytes() const { return converted_bytes_; }
+
+ private:
+  struct Entry {
+    TensorView view;
+    std::string gguf_name;
+    std::shared_ptr<void> buffer;  // null for views into the file
+  };
+  GgufTensorSource() = default;
+  Status AddTensor(const GgufTensorInfo& info, const std::string& hf_name, std::optional<DType> dtype);
+
+  std::shared_ptr<const GgufFile> gguf_;
+  std::map<std::string, Entry> tensors_;
+  size_t converted_bytes_ = 0;
+};
+
+// The dtype a GGUF tensor type binds as under `--dtype auto`: F32 -> kF32, F16 -> kF16,
+// BF16 -> kBF16, Q8_0 -> kQ8_0; other quantized types -> kBF16 (dequantized).
+DType NaturalDType(GgmlType type);
+
+// Like BindWeights (same names, shapes and messages) but accepts mixed dtypes and kQ8_0
+// for 2-D weights. ModelWeights::dtype is the type of the linear weights (layer 0 q_proj).
+StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSource& source);
+
+}  // namespace pagellm
