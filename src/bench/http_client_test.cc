@@ -109,10 +109,12 @@ TEST(HttpClientTest, LoadGeneratorMeasuresStreamsAndCountsFailures) {
     EXPECT_EQ(ok.generated_text, "abc");
     EXPECT_EQ(ok.output_tokens, 3);
     EXPECT_EQ(ok.prompt_len, 2);
+    // A chunk cannot arrive before the server sends it: TTFT >= 60 ms and E2EL >= 60 + 2 * 40
+    // ms. Single gaps have no such bound (a late read of one chunk shortens the next gap).
     EXPECT_GE(ok.ttft_s, 0.055);
     ASSERT_EQ(ok.itl_s.size(), 2u);
-    for (double gap : ok.itl_s) EXPECT_GE(gap, 0.035);
-    EXPECT_GE(ok.latency_s, ok.ttft_s + 0.07);
+    for (double gap : ok.itl_s) EXPECT_GE(gap, 0.0);
+    EXPECT_GE(ok.latency_s, 0.135);
   }
   EXPECT_FALSE(result->outputs[1].success);
   EXPECT_NE(result->outputs[1].error.find("503"), std::string::npos) << result->outputs[1].error;

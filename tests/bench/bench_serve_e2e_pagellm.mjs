@@ -1,0 +1,66 @@
+// End-to-end: `pagellm bench serve` against a real `pagellm serve` running a tiny dummy
+// Qwen3 model on loopback (completions and chat endpoints).
+//
+//   node bench_serve_e2e_pagellm.mjs PAGELLM_BINARY WORK_DIR
+//
+// With ignore_eos the server must generate exactly max_tokens per request, so the token
+// totals are known in advance; they come from the server's usage chunks.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+
+const [pagellm, workDir] = process.argv.slice(2);
+fs.mkdirSync(workDir, { recursive: true });
+const modelDir = path.join(workDir, 'qwen3-tiny');
+let failures = 0;
+function check(cond, what) {
+  console.log(`${cond ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!cond) failures++;
+}
+
+const made = spawnSync(pagellm, ['make-dummy-model', '--preset', 'qwen3-tiny', '--out', modelDir], { encoding: 'utf8' });
+if (made.status !== 0) throw new Error(`make-dummy-model failed: ${made.stderr}`);
+
+const server = spawn(pagellm, ['serve', modelDir, '--host', '127.0.0.1', '--port', '0', '--kv-cache-memory', String(64 << 20),
+                               '--max-model-len', '2048', '--disable-log-stats'],
+                     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' } });
+const port = await new Promise((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error('pagellm serve did not come up in 60 s')), 60000);
+  for (const stream of [server.stdout, server.stderr]) {
+    readline.createInterface({ input: stream }).on('line', (line) => {
+      const m = line.match(/ready on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+  }
+  server.once('exit', (code) => reject(new Error(`pagellm serve exited with ${code}`)));
+});
+
+function bench(name, extra) {
+  const args = ['bench', 'serve', '--port', String(port), '--model', modelDir, '--save-result', '--save-detailed',
+                '--result-dir', workDir, '--result-filename', `${name}.json`, ...extra];
+  const r = spawnSync(pagellm, args, { encoding: 'utf8', timeout: 90000 });
+  console.log(`--- ${name}: exit ${r.status}\n${r.stdout}${r.stderr.split('\n').slice(0, 5).join('\n')}`);
+  const file = path.join(workDir, `${name}.json`);
+  return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file)) : null;
+}
+
+try {
+  const n = 24, inLen = 64, outLen = 16;
+  const c = bench('pagellm-completions', ['--num-prompts', n, '--random-input-len', inLen, '--random-output-len', outLen,
+                                          '--max-concurrency', 8, '--percentile-metrics', 'ttft,tpot,itl,e2el'].map(String));
+  check(c && c.completed === n && c.failed === 0, `completions: ${c?.completed} completed, ${c?.failed} failed`);
+  check(c && c.total_output_tokens === n * outLen, `completions: ${c?.total_output_tokens} output tokens == ${n} * ${outLen}`);
+  check(c && c.total_input_tokens === n * inLen, `completions: ${c?.total_input_tokens} input tokens == ${n} * ${inLen}`);
+  check(c && c.mean_ttft_ms > 0 && c.mean_tpot_ms > 0 && c.mean_e2el_ms > c.mean_ttft_ms, 'completions: latencies measured');
+  check(c && c.itls.every((gaps) => gaps.length >= 1 && gaps.length <= outLen - 1), 'completions: one ITL per content chunk');
+
+  const h = bench('pagellm-chat', ['--endpoint', '/v1/chat/completions', '--num-prompts', 8, '--random-input-len', 32,
+                                   '--random-output-len', 8, '--request-rate', 20].map(String));
+  check(h && h.backend === 'openai-chat' && h.completed === 8 && h.failed === 0, `chat: ${h?.completed} completed, ${h?.failed} failed`);
+  check(h && h.total_output_tokens === 8 * 8, `chat: ${h?.total_output_tokens} output tokens == 64`);
+} finally {
+  server.kill('SIGTERM');
+}
+console.log(failures === 0 ? 'all checks passed' : `${failures} check(s) failed`);
+process.exit(failures === 0 ? 0 : 1);
