@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "cli/engine_flags.h"
 #include "cli/prompt_input.h"
 #include "common/logging.h"
+#include "common/mapped_file.h"
 #include "engine/llm_engine.h"
 
 namespace pagellm::cli {
@@ -27,6 +29,23 @@ struct GenerateFlags {
   SamplingParams params;
   std::optional<uint64_t> seed;
 };
+
+// Keys an input line may hold: the prompt forms and the sampling fields that
+// SamplingParamsFromJson reads (vLLM's names). Anything else is a typo to report, not
+// to ignore silently (a misspelt "max_token" would otherwise run with the default).
+Status CheckKnownKeys(const OrderedJson& line) {
+  static const std::set<std::string> kKnown = {
+      "prompt", "messages", "prompt_token_ids", "chat_template_kwargs", "n", "temperature", "top_p", "top_k",
+      "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed", "max_tokens",
+      "min_tokens", "stop", "stop_token_ids", "ignore_eos", "skip_special_tokens",
+      "include_stop_str_in_output", "logprobs"};
+  for (const auto& [key, value] : line.items()) {
+    if (!kKnown.count(key)) return InvalidArgumentError(fmt::format("unknown field \"{}\"", key));
+  }
+  int forms = line.contains("prompt") + line.contains("messages") + line.contains("prompt_token_ids");
+  if (forms > 1) return InvalidArgumentError("give only one of \"prompt\", \"messages\" and \"prompt_token_ids\"");
+  return OkStatus();
+}
 
 double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -84,60 +103,107 @@ Status RunSingle(LlmEngine& engine, const GenerateFlags& f) {
   return OkStatus();
 }
 
-Status RunBatch(LlmEngine& engine, const GenerateFlags& f) {
+// One input line's outcome, filled by the engine's callbacks (one entry per sample).
+struct BatchSample {
+  std::string text;
+  std::vector<int32_t> token_ids;
+  std::string finish_reason;
+  Status error;
+};
+struct BatchLine {
+  int line_no = 0;
+  size_t num_prompt_tokens = 0;
+  std::vector<BatchSample> samples;  // [n]
+};
+
+// Parses and queues every line; any invalid line fails the whole run, naming it.
+Status QueueBatch(LlmEngine& engine, const GenerateFlags& f, std::vector<BatchLine>* lines) {
   std::ifstream in(f.input);
   if (!in) return NotFoundError(fmt::format("cannot open {}", f.input));
-  std::ofstream out_file;
-  if (!f.output.empty()) {
-    out_file.open(f.output);
-    if (!out_file) return PermissionDeniedError(fmt::format("cannot create {}", f.output));
-  }
-  std::ostream& out = f.output.empty() ? std::cout : out_file;
-  std::vector<OrderedJson> results;
-  std::string line;
-  for (int line_no = 1; std::getline(in, line); ++line_no) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  std::vector<std::pair<int, std::vector<int32_t>>> prompts;
+  std::vector<SamplingParams> params;
+  std::string text;
+  for (int line_no = 1; std::getline(in, text); ++line_no) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto where = [&](const Status& s) { return s.WithPrefix(fmt::format("{}:{}", f.input, line_no)); };
-    OrderedJson j = OrderedJson::parse(line, nullptr, false);
+    OrderedJson j = OrderedJson::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return InvalidArgumentError(fmt::format("{}:{}: not a JSON object", f.input, line_no));
+    if (Status known = CheckKnownKeys(j); !known.ok()) return where(known);
     auto ids = PromptIdsFromJson(engine.core(), j, f.chat_template);
     if (!ids.ok()) return where(ids.status());
-    auto params = SamplingParamsFromJson(j);
-    if (!params.ok()) return where(params.status());
-    size_t idx = results.size();
-    int32_t n = params->n;
-    results.push_back({{"index", idx}, {"num_prompt_tokens", ids->size()}});
-    results[idx]["outputs"] = OrderedJson::array();
-    for (int32_t i = 0; i < n; ++i) results[idx]["outputs"].push_back({{"text", ""}, {"token_ids", OrderedJson::array()}});
-    Status added = engine.AddRequest(fmt::format("line-{}", line_no), std::move(*ids), *params,
-                                     [&results, idx](RequestOutput&& d) {
-      OrderedJson& o = results[idx]["outputs"][static_cast<size_t>(d.index)];
-      o["text"] = o["text"].get<std::string>() + d.text;
-      for (int32_t t : d.new_token_ids) o["token_ids"].push_back(t);
+    auto p = SamplingParamsFromJson(j);
+    if (!p.ok()) return where(p.status());
+    // Validate before queueing anything, so a bad line 7 does not leave 6 running.
+    if (Status valid = engine.core().ValidateRequest(*ids, *p); !valid.ok()) return where(valid);
+    prompts.emplace_back(line_no, std::move(*ids));
+    params.push_back(*p);
+  }
+  // Sized once: the callbacks below keep indices into it.
+  lines->resize(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    BatchLine& line = (*lines)[i];
+    line.line_no = prompts[i].first;
+    line.num_prompt_tokens = prompts[i].second.size();
+    line.samples.resize(static_cast<size_t>(params[i].n));
+    Status added = engine.AddRequest(fmt::format("line-{}", line.line_no), std::move(prompts[i].second), params[i],
+                                     [lines, i](RequestOutput&& d) {
+      BatchSample& s = (*lines)[i].samples.at(static_cast<size_t>(d.index));
+      s.text += d.text;
+      s.token_ids.insert(s.token_ids.end(), d.new_token_ids.begin(), d.new_token_ids.end());
       if (d.finished) {
-        o["finish_reason"] = d.error.ok() ? d.finish_reason : "error";
-        if (!d.error.ok()) o["error"] = d.error.message();
-        o["num_completion_tokens"] = o["token_ids"].size();
+        s.finish_reason = d.finish_reason;
+        s.error = d.error;
       }
     });
-    if (!added.ok()) return where(added);
+    if (!added.ok()) return added.WithPrefix(fmt::format("{}:{}", f.input, line.line_no));
   }
+  return OkStatus();
+}
+
+// vLLM-style flat fields (the first sample's) plus every sample under "outputs".
+OrderedJson BatchLineJson(size_t index, const BatchLine& line) {
+  OrderedJson outputs = OrderedJson::array();
+  for (const BatchSample& s : line.samples) {
+    OrderedJson o = OrderedJson::object();
+    o["text"] = s.text;
+    o["token_ids"] = s.token_ids;
+    o["finish_reason"] = s.finish_reason;
+    o["num_completion_tokens"] = s.token_ids.size();
+    outputs.push_back(std::move(o));
+  }
+  OrderedJson r = OrderedJson::object();
+  r["index"] = index;
+  r["text"] = outputs[0]["text"];
+  r["token_ids"] = outputs[0]["token_ids"];
+  r["finish_reason"] = outputs[0]["finish_reason"];
+  r["num_prompt_tokens"] = line.num_prompt_tokens;
+  r["num_completion_tokens"] = outputs[0]["num_completion_tokens"];
+  r["outputs"] = std::move(outputs);
+  return r;
+}
+
+Status RunBatch(LlmEngine& engine, const GenerateFlags& f) {
+  std::vector<BatchLine> lines;
+  PAGELLM_RETURN_IF_ERROR(QueueBatch(engine, f, &lines));
   double start = Seconds();
   PAGELLM_RETURN_IF_ERROR(engine.RunUntilIdle());
   double elapsed = Seconds() - start;
   int64_t generated = 0;
-  for (OrderedJson& r : results) {
-    // vLLM-style flat fields for n == 1, the full list always.
-    const OrderedJson& first = r["outputs"][0];
-    r["text"] = first["text"];
-    r["token_ids"] = first["token_ids"];
-    r["finish_reason"] = first.value("finish_reason", "");
-    r["num_completion_tokens"] = first.value("num_completion_tokens", 0);
-    for (const auto& o : r["outputs"]) generated += static_cast<int64_t>(o["token_ids"].size());
-    out << r.dump() << "\n";
+  for (const BatchLine& line : lines) {
+    for (const BatchSample& s : line.samples) {
+      // Lines were validated up front, so this is an engine failure.
+      if (!s.error.ok()) return s.error.WithPrefix(fmt::format("{}:{}", f.input, line.line_no));
+      generated += static_cast<int64_t>(s.token_ids.size());
+    }
   }
-  out.flush();
-  PLOG_INFO("{} requests, {} generated tokens in {:.2f} s ({:.1f} tokens/s)", results.size(), generated, elapsed,
+  std::string text;
+  for (size_t i = 0; i < lines.size(); ++i) text += BatchLineJson(i, lines[i]).dump() + "\n";
+  if (f.output.empty()) {
+    std::cout << text << std::flush;
+  } else {
+    PAGELLM_RETURN_IF_ERROR(WriteStringToFile(f.output, text));
+  }
+  PLOG_INFO("{} requests, {} generated tokens in {:.2f} s ({:.1f} tokens/s)", lines.size(), generated, elapsed,
             elapsed > 0 ? generated / elapsed : 0.0);
   return OkStatus();
 }
