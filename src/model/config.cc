@@ -119,7 +119,11 @@ Status ParseRopeScaling(const Json& scaling, RopeScaling& out) {
 Status ParseSizes(const Json& json, ModelConfig& c) {
   PAGELLM_ASSIGN_OR_RETURN(c.vocab_size, RequirePositive(json, "vocab_size"));
   PAGELLM_ASSIGN_OR_RETURN(c.hidden_size, RequirePositive(json, "hidden_size"));
-  PAGELLM_ASSIGN_OR_RETURN(c.intermediate_size, RequirePositive(json, "intermediate_size"));
+  if (c.is_moe() && json.find("intermediate_size") == json.end()) {
+    c.intermediate_size = 0;  // Qwen3.5-MoE: no dense MLP (checked against mlp_only_layers later)
+  } else {
+    PAGELLM_ASSIGN_OR_RETURN(c.intermediate_size, RequirePositive(json, "intermediate_size"));
+  }
   PAGELLM_ASSIGN_OR_RETURN(c.num_hidden_layers, RequirePositive(json, "num_hidden_layers"));
   PAGELLM_ASSIGN_OR_RETURN(c.num_attention_heads, RequirePositive(json, "num_attention_heads"));
   PAGELLM_ASSIGN_OR_RETURN(std::optional<int64_t> nkv, GetInt(json, "num_key_value_heads"));
@@ -219,7 +223,7 @@ Status ParseFlagsAndIds(const Json& json, ModelConfig& c) {
     c.qk_norm = false;
   } else {
     c.qkv_bias = c.o_bias = attention_bias.value_or(false);
-    c.qk_norm = true;
+    c.qk_norm = true;  // Qwen3, Qwen3-MoE, and the gated attention of Next / 3.5
   }
   PAGELLM_ASSIGN_OR_RETURN(auto sliding, GetBool(json, "use_sliding_window"));
   c.use_sliding_window = sliding.value_or(false);
@@ -244,6 +248,145 @@ Status ParseFlagsAndIds(const Json& json, ModelConfig& c) {
   return OkStatus();
 }
 
+StatusOr<ModelArch> ArchFromModelType(const std::string& type) {
+  if (type == "qwen2") return ModelArch::kQwen2;
+  if (type == "qwen3") return ModelArch::kQwen3;
+  if (type == "qwen3_moe") return ModelArch::kQwen3Moe;
+  if (type == "qwen3_next") return ModelArch::kQwen3Next;
+  if (type == "qwen3_5" || type == "qwen3_5_text") return ModelArch::kQwen3_5;
+  if (type == "qwen3_5_moe" || type == "qwen3_5_moe_text") return ModelArch::kQwen3_5Moe;
+  return UnimplementedError(fmt::format(
+      "model type '{}' is not supported yet (supported: qwen2, qwen3, qwen3_moe, qwen3_next, qwen3_5, qwen3_5_moe)",
+      type));
+}
+
+// text_config merged over the top level (Qwen3.5). The top-level tie_word_embeddings
+// wins: HF's ForConditionalGeneration ties lm_head by the outer config.
+Json MergeTextConfig(const Json& json) {
+  auto text = json.find("text_config");
+  if (text == json.end() || !text->is_object()) return json;
+  Json merged = json;
+  for (auto it = text->begin(); it != text->end(); ++it) {
+    if (it.key() == "model_type") continue;
+    if (it.key() == "tie_word_embeddings" && json.contains("tie_word_embeddings")) continue;
+    merged[it.key()] = it.value();
+  }
+  merged.erase("text_config");
+  return merged;
+}
+
+StatusOr<std::vector<int64_t>> GetIntArray(const Json& json, const char* key) {
+  std::vector<int64_t> out;
+  auto it = json.find(key);
+  if (it == json.end() || it->is_null()) return out;
+  if (!it->is_array()) return InvalidArgumentError(fmt::format("config key '{}' must be a list", key));
+  for (const Json& v : *it) {
+    if (!v.is_number_integer()) return InvalidArgumentError(fmt::format("config key '{}' must list integers", key));
+    out.push_back(v.get<int64_t>());
+  }
+  return out;
+}
+
+Status ParseMoe(const Json& json, ModelConfig& c) {
+  if (c.arch != ModelArch::kQwen3Moe && c.arch != ModelArch::kQwen3Next && c.arch != ModelArch::kQwen3_5Moe) {
+    return OkStatus();
+  }
+  PAGELLM_ASSIGN_OR_RETURN(c.num_experts, RequirePositive(json, "num_experts"));
+  PAGELLM_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequirePositive(json, "num_experts_per_tok"));
+  PAGELLM_ASSIGN_OR_RETURN(c.moe_intermediate_size, RequirePositive(json, "moe_intermediate_size"));
+  if (c.num_experts_per_tok > c.num_experts) {
+    return InvalidArgumentError(fmt::format("config key 'num_experts_per_tok' ({}) exceeds 'num_experts' ({})",
+                                            c.num_experts_per_tok, c.num_experts));
+  }
+  if (c.arch != ModelArch::kQwen3Moe) {
+    PAGELLM_ASSIGN_OR_RETURN(c.shared_expert_intermediate_size,
+                             RequirePositive(json, "shared_expert_intermediate_size"));
+  }
+  PAGELLM_ASSIGN_OR_RETURN(auto norm_topk, GetBool(json, "norm_topk_prob"));
+  // Qwen3.5-MoE's router always renormalises (the key is absent).
+  c.norm_topk_prob = c.arch == ModelArch::kQwen3_5Moe ? true : norm_topk.value_or(true);
+  PAGELLM_ASSIGN_OR_RETURN(auto step, GetInt(json, "decoder_sparse_step"));
+  c.decoder_sparse_step = step.value_or(1);
+  if (c.decoder_sparse_step <= 0) return InvalidArgumentError("config key 'decoder_sparse_step' must be positive");
+  PAGELLM_ASSIGN_OR_RETURN(c.mlp_only_layers, GetIntArray(json, "mlp_only_layers"));
+  c.fused_experts = c.arch == ModelArch::kQwen3_5Moe;
+  return OkStatus();
+}
+
+Status ParseLayerTypes(const Json& json, ModelConfig& c) {
+  auto it = json.find("layer_types");
+  if (it != json.end() && !it->is_null()) {
+    if (!it->is_array() || static_cast<int64_t>(it->size()) != c.num_hidden_layers) {
+      return InvalidArgumentError(fmt::format("config key 'layer_types' must list {} layer types",
+                                              c.num_hidden_layers));
+    }
+    for (const Json& t : *it) {
+      if (t == "full_attention") {
+        c.layer_types.push_back(LayerType::kFullAttention);
+      } else if (t == "linear_attention") {
+        c.layer_types.push_back(LayerType::kLinearAttention);
+      } else {
+        return InvalidArgumentError(fmt::format("config key 'layer_types' has unsupported entry {}", t.dump()));
+      }
+    }
+    return OkStatus();
+  }
+  PAGELLM_ASSIGN_OR_RETURN(auto interval, GetInt(json, "full_attention_interval"));
+  const int64_t n = interval.value_or(4);
+  if (n <= 0) return InvalidArgumentError("config key 'full_attention_interval' must be positive");
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    c.layer_types.push_back((l + 1) % n == 0 ? LayerType::kFullAttention : LayerType::kLinearAttention);
+  }
+  return OkStatus();
+}
+
+Status ParseHybrid(const Json& json, ModelConfig& c) {
+  if (c.arch != ModelArch::kQwen3Next && c.arch != ModelArch::kQwen3_5 && c.arch != ModelArch::kQwen3_5Moe) {
+    return OkStatus();
+  }
+  c.zero_centered_norms = true;
+  c.gated_attention = true;
+  c.grouped_gdn_projections = c.arch == ModelArch::kQwen3Next;
+  if (c.arch != ModelArch::kQwen3Next) c.weight_prefix = "model.language_model.";
+  PAGELLM_RETURN_IF_ERROR(ParseLayerTypes(json, c));
+  PAGELLM_ASSIGN_OR_RETURN(auto kernel, GetInt(json, "linear_conv_kernel_dim"));
+  c.linear_conv_kernel_dim = kernel.value_or(4);
+  PAGELLM_ASSIGN_OR_RETURN(c.linear_key_head_dim, RequirePositive(json, "linear_key_head_dim"));
+  PAGELLM_ASSIGN_OR_RETURN(c.linear_value_head_dim, RequirePositive(json, "linear_value_head_dim"));
+  PAGELLM_ASSIGN_OR_RETURN(c.linear_num_key_heads, RequirePositive(json, "linear_num_key_heads"));
+  PAGELLM_ASSIGN_OR_RETURN(c.linear_num_value_heads, RequirePositive(json, "linear_num_value_heads"));
+  if (c.linear_num_value_heads % c.linear_num_key_heads != 0) {
+    return InvalidArgumentError(fmt::format(
+        "config key 'linear_num_value_heads' ({}) must be a multiple of 'linear_num_key_heads' ({})",
+        c.linear_num_value_heads, c.linear_num_key_heads));
+  }
+  if (c.linear_conv_kernel_dim < 1 || c.linear_conv_kernel_dim > 8) {
+    return InvalidArgumentError("config key 'linear_conv_kernel_dim' must be in [1, 8]");
+  }
+  if (auto params = json.find("rope_parameters"); params != json.end() && params->is_object()) {
+    PAGELLM_ASSIGN_OR_RETURN(c.mrope_section, GetIntArray(*params, "mrope_section"));
+  }
+  return OkStatus();
+}
+
+// Dense MLP layers of an MoE model need intermediate_size.
+Status CheckMoeLayers(const ModelConfig& c) {
+  if (!c.is_moe()) return OkStatus();
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (!c.IsMoeLayer(l) && c.intermediate_size <= 0) {
+      return InvalidArgumentError(fmt::format(
+          "layer {} has a dense MLP (mlp_only_layers / decoder_sparse_step) but 'intermediate_size' is missing", l));
+    }
+  }
+  for (int64_t l : c.mlp_only_layers) {
+    if (l < 0 || l >= c.num_hidden_layers) {
+      return InvalidArgumentError(fmt::format("config key 'mlp_only_layers' lists layer {} of {}", l,
+                                              c.num_hidden_layers));
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ParseModelConfig(const Json& json) {
@@ -254,18 +397,34 @@ StatusOr<ModelConfig> ParseModelConfig(const Json& json) {
   }
   ModelConfig c;
   c.model_type = type_it->get<std::string>();
-  if (c.model_type == "qwen2") {
-    c.arch = ModelArch::kQwen2;
-  } else if (c.model_type == "qwen3") {
-    c.arch = ModelArch::kQwen3;
-  } else {
-    return UnimplementedError(fmt::format("model type '{}' is not supported yet (supported: qwen2, qwen3)",
-                                          c.model_type));
-  }
-  PAGELLM_RETURN_IF_ERROR(ParseSizes(json, c));
-  PAGELLM_RETURN_IF_ERROR(ParseRope(json, c));
-  PAGELLM_RETURN_IF_ERROR(ParseFlagsAndIds(json, c));
+  PAGELLM_ASSIGN_OR_RETURN(c.arch, ArchFromModelType(c.model_type));
+  // Qwen3.5 multimodal wrapper: the text keys live in text_config.
+  const Json merged = MergeTextConfig(json);
+  PAGELLM_RETURN_IF_ERROR(ParseMoe(merged, c));
+  PAGELLM_RETURN_IF_ERROR(ParseSizes(merged, c));
+  PAGELLM_RETURN_IF_ERROR(ParseRope(merged, c));
+  PAGELLM_RETURN_IF_ERROR(ParseFlagsAndIds(merged, c));
+  PAGELLM_RETURN_IF_ERROR(ParseHybrid(merged, c));
+  PAGELLM_RETURN_IF_ERROR(CheckMoeLayers(c));
   return c;
+}
+
+bool ModelConfig::IsMoeLayer(int64_t l) const {
+  if (!is_moe()) return false;
+  for (int64_t x : mlp_only_layers) {
+    if (x == l) return false;
+  }
+  return (l + 1) % decoder_sparse_step == 0;
+}
+
+bool ModelConfig::IsFullAttentionLayer(int64_t l) const {
+  return layer_types.empty() || layer_types[static_cast<size_t>(l)] == LayerType::kFullAttention;
+}
+
+int64_t ModelConfig::num_full_attention_layers() const {
+  int64_t n = 0;
+  for (int64_t l = 0; l < num_hidden_layers; ++l) n += IsFullAttentionLayer(l) ? 1 : 0;
+  return n;
 }
 
 StatusOr<ModelConfig> LoadModelConfig(const std::string& dir) {
@@ -277,9 +436,20 @@ StatusOr<ModelConfig> LoadModelConfig(const std::string& dir) {
 }
 
 std::string ModelConfigSummary(const ModelConfig& c) {
-  return fmt::format("{} L={} H={} nh={} nkv={} hd={} I={} V={} {} {}", c.model_type, c.num_hidden_layers,
-                     c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.intermediate_size,
-                     c.vocab_size, c.tie_word_embeddings ? "tied" : "untied", DTypeName(c.torch_dtype));
+  std::string s = fmt::format("{} L={} H={} nh={} nkv={} hd={} I={} V={} {} {}", c.model_type, c.num_hidden_layers,
+                              c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                              c.intermediate_size, c.vocab_size, c.tie_word_embeddings ? "tied" : "untied",
+                              DTypeName(c.torch_dtype));
+  if (c.is_moe()) {
+    s += fmt::format(" E={} k={} I_e={}", c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size);
+    if (c.shared_expert_intermediate_size > 0) s += fmt::format(" I_s={}", c.shared_expert_intermediate_size);
+  }
+  if (c.is_hybrid()) {
+    s += fmt::format(" gdn={}/{} nk/nv={}/{} dk/dv={}/{}", c.num_hidden_layers - c.num_full_attention_layers(),
+                     c.num_hidden_layers, c.linear_num_key_heads, c.linear_num_value_heads, c.linear_key_head_dim,
+                     c.linear_value_head_dim);
+  }
+  return s;
 }
 
 }  // namespace pagellm

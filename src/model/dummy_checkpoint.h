@@ -28,7 +28,11 @@ struct DummyPreset {
   Json generation_config;   // generation_config.json
 };
 
-// qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-8b, qwen2-tiny, qwen3-tiny.
+// qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-8b, qwen2-tiny, qwen3-tiny, then
+// qwen3-moe-tiny, qwen3-30b-a3b, qwen3-next-tiny, qwen3.5-tiny, qwen3.5-moe-tiny,
+// qwen3.5-0.8b, qwen3.5-9b, qwen3.5-35b-a3b (dummy_presets_moe_hybrid.inc). Qwen3.5
+// presets also get chat_template.jinja (assets/chat_templates/qwen3.5.jinja) and that
+// template in tokenizer_config.json.
 const std::vector<DummyPreset>& DummyPresets();
 StatusOr<DummyPreset> FindDummyPreset(const std::string& name);
 

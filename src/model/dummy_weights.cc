@@ -18,6 +18,8 @@ constexpr float kQkGain = 1.5f;
 constexpr float kQkNormMean = 1.5f;
 constexpr float kNormNoise = 0.1f;
 constexpr float kBiasStd = 0.1f;
+constexpr float kGdnALogMean = -1.0f;
+constexpr float kRouterGain = 2.0f;
 constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
 
 uint64_t Mix64(uint64_t z) {  // splitmix64 finaliser
@@ -79,9 +81,10 @@ DummyInit DummyInitFor(const ModelConfig& c, const WeightSpec& spec) {
       if (!c.tie_word_embeddings) return {0.0f, 1.0f, false};
       [[fallthrough]];
     case WeightRole::kLmHead: return {0.0f, kLogitStd / std::sqrt(H), true};
+    // Zero-centred norms (Next / 3.5) store w with the effective weight 1 + w.
     case WeightRole::kFinalNorm:
-    case WeightRole::kLayerNorm: return {1.0f, kNormNoise, false};
-    case WeightRole::kQkNorm: return {kQkNormMean, kNormNoise, false};
+    case WeightRole::kLayerNorm: return {c.zero_centered_norms ? 0.0f : 1.0f, kNormNoise, false};
+    case WeightRole::kQkNorm: return {c.zero_centered_norms ? kQkNormMean - 1.0f : kQkNormMean, kNormNoise, false};
     case WeightRole::kQProj:
     case WeightRole::kKProj: return {0.0f, kQkGain / std::sqrt(fan_in()), false};
     case WeightRole::kVProj:
@@ -90,6 +93,23 @@ DummyInit DummyInitFor(const ModelConfig& c, const WeightSpec& spec) {
     case WeightRole::kDown: return {0.0f, residual_gain / std::sqrt(fan_in()), false};
     case WeightRole::kQkvBias:
     case WeightRole::kOBias: return {0.0f, kBiasStd, false};
+    // GDN: unit-variance projections; conv taps ~0.5; A = exp(A_log) ~ 0.37 and
+    // softplus(a + dt_bias) ~ 0.7 give a per-token decay exp(g) ~ 0.77, so the state
+    // remembers a few tokens back (HF initialises A in [0, 16), which forgets faster).
+    case WeightRole::kGdnInProj:
+    case WeightRole::kGdnGateProj: return {0.0f, 1.0f / std::sqrt(fan_in()), false};
+    case WeightRole::kGdnConv: return {0.0f, 1.0f / std::sqrt(fan_in()), false};
+    case WeightRole::kGdnDtBias: return {0.0f, 0.5f, false};
+    case WeightRole::kGdnALog: return {kGdnALogMean, 0.5f, false};
+    case WeightRole::kGdnNorm: return {1.0f, kNormNoise, false};
+    case WeightRole::kGdnOutProj: return {0.0f, residual_gain / std::sqrt(fan_in()), false};
+    // MoE: router logits std ~2 so the top-k choice is clear of near-ties.
+    case WeightRole::kRouter: return {0.0f, kRouterGain / std::sqrt(fan_in()), false};
+    case WeightRole::kExpertGateUp:
+    case WeightRole::kSharedGateUp:
+    case WeightRole::kSharedExpertGate: return {0.0f, 1.0f / std::sqrt(fan_in()), false};
+    case WeightRole::kExpertDown:
+    case WeightRole::kSharedDown: return {0.0f, residual_gain / std::sqrt(fan_in()), false};
   }
   return {};
 }

@@ -21,6 +21,11 @@
 //                     rather than echoing the last token, and the residual stream grows
 //                     only ~sqrt(L)-fold.
 //   norm weights      1 +- 0.1;  q/k_norm 1.5 +- 0.1;  biases 0 +- 0.1
+//                     (zero-centred norms of Next / 3.5 store 0 +- 0.1 and 0.5 +- 0.1)
+//   GDN               in_proj_* 1/sqrt(H); conv1d 1/sqrt(K); A_log -1 +- 0.5;
+//                     dt_bias 0 +- 0.5; gated-norm weight 1 +- 0.1; out_proj like o_proj
+//   MoE               router 2/sqrt(H); expert/shared gate/up 1/sqrt(H); expert/shared
+//                     down like down_proj; shared_expert_gate 1/sqrt(H)
 // tools/dummy_weights_check.py measures the resulting margins with a PyTorch forward.
 #pragma once
 

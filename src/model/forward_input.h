@@ -23,6 +23,11 @@ struct ForwardInput {
   std::span<const int32_t> block_tables;     // [num_seqs, max_blocks_per_seq] row-major
   int32_t max_blocks_per_seq = 0;
   std::span<const int32_t> logits_indices;   // token rows whose logits are wanted, ascending
+  // Hybrid models (Qwen3-Next / Qwen3.5) only: [num_seqs] recurrent-state slot of each
+  // sequence in the HybridStateCache. A slot is reset when its sequence's first new
+  // token is at position 0, and carries the GDN state across chunks/steps otherwise.
+  // Empty for dense and MoE models.
+  std::span<const int32_t> state_slots;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_seqs() const { return static_cast<int32_t>(seq_lens.size()); }

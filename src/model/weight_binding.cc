@@ -21,8 +21,14 @@ TensorView* SlotFor(ModelWeights& w, const WeightSpec& spec) {
     default: break;
   }
   LayerWeights& l = w.layers[static_cast<size_t>(spec.layer_idx)];
-  std::string prefix = fmt::format("model.layers.{}.", spec.layer_idx);
-  std::string suffix = spec.name.substr(prefix.size());
+  if (spec.expert_idx >= 0) {  // "mlp.experts.M.{gate,up,down}_proj.weight"
+    const size_t e = static_cast<size_t>(spec.expert_idx);
+    auto& list = spec.field.find(".gate_proj.") != std::string::npos ? l.expert_gate_proj
+                 : spec.field.find(".up_proj.") != std::string::npos  ? l.expert_up_proj
+                                                                       : l.expert_down_proj;
+    if (list.size() <= e) list.resize(e + 1);
+    return &list[e];
+  }
   static const std::map<std::string, TensorView LayerWeights::*> kFields = {
       {"input_layernorm.weight", &LayerWeights::input_layernorm},
       {"self_attn.q_proj.weight", &LayerWeights::q_proj},
@@ -39,8 +45,26 @@ TensorView* SlotFor(ModelWeights& w, const WeightSpec& spec) {
       {"mlp.gate_proj.weight", &LayerWeights::gate_proj},
       {"mlp.up_proj.weight", &LayerWeights::up_proj},
       {"mlp.down_proj.weight", &LayerWeights::down_proj},
+      {"linear_attn.in_proj_qkv.weight", &LayerWeights::gdn_in_proj_qkv},
+      {"linear_attn.in_proj_z.weight", &LayerWeights::gdn_in_proj_z},
+      {"linear_attn.in_proj_b.weight", &LayerWeights::gdn_in_proj_b},
+      {"linear_attn.in_proj_a.weight", &LayerWeights::gdn_in_proj_a},
+      {"linear_attn.in_proj_qkvz.weight", &LayerWeights::gdn_in_proj_qkvz},
+      {"linear_attn.in_proj_ba.weight", &LayerWeights::gdn_in_proj_ba},
+      {"linear_attn.conv1d.weight", &LayerWeights::gdn_conv1d},
+      {"linear_attn.dt_bias", &LayerWeights::gdn_dt_bias},
+      {"linear_attn.A_log", &LayerWeights::gdn_a_log},
+      {"linear_attn.norm.weight", &LayerWeights::gdn_norm},
+      {"linear_attn.out_proj.weight", &LayerWeights::gdn_out_proj},
+      {"mlp.gate.weight", &LayerWeights::moe_router},
+      {"mlp.experts.gate_up_proj", &LayerWeights::experts_gate_up},
+      {"mlp.experts.down_proj", &LayerWeights::experts_down},
+      {"mlp.shared_expert.gate_proj.weight", &LayerWeights::shared_gate_proj},
+      {"mlp.shared_expert.up_proj.weight", &LayerWeights::shared_up_proj},
+      {"mlp.shared_expert.down_proj.weight", &LayerWeights::shared_down_proj},
+      {"mlp.shared_expert_gate.weight", &LayerWeights::shared_expert_gate},
   };
-  auto it = kFields.find(suffix);
+  auto it = kFields.find(spec.field);
   PAGELLM_CHECK(it != kFields.end());
   return &(l.*(it->second));
 }
@@ -54,8 +78,15 @@ std::vector<TensorView*> AllViews(ModelWeights& w) {
   for (LayerWeights& l : w.layers) {
     for (TensorView* v : {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias, &l.v_bias,
                           &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm, &l.gate_proj,
-                          &l.up_proj, &l.down_proj}) {
+                          &l.up_proj, &l.down_proj, &l.gdn_in_proj_qkv, &l.gdn_in_proj_z, &l.gdn_in_proj_b,
+                          &l.gdn_in_proj_a, &l.gdn_in_proj_qkvz, &l.gdn_in_proj_ba, &l.gdn_conv1d, &l.gdn_dt_bias,
+                          &l.gdn_a_log, &l.gdn_norm, &l.gdn_out_proj, &l.moe_router, &l.experts_gate_up,
+                          &l.experts_down, &l.shared_gate_proj, &l.shared_up_proj, &l.shared_down_proj,
+                          &l.shared_expert_gate}) {
       views.push_back(v);
+    }
+    for (auto* list : {&l.expert_gate_proj, &l.expert_up_proj, &l.expert_down_proj}) {
+      for (TensorView& v : *list) views.push_back(&v);
     }
   }
   std::vector<TensorView*> present;
@@ -66,10 +97,17 @@ std::vector<TensorView*> AllViews(ModelWeights& w) {
 }
 
 void WarnAboutExtras(const TensorSource& source, const std::set<std::string>& used) {
-  std::vector<std::string> extras;
+  std::vector<std::string> extras, mtp, visual;
   for (const std::string& name : source.Names()) {
-    if (used.count(name) == 0) extras.push_back(name);
+    if (used.count(name) != 0) continue;
+    if (IsSkippedAuxiliaryTensor(name)) {
+      (name.find("visual.") != std::string::npos ? visual : mtp).push_back(name);
+    } else {
+      extras.push_back(name);
+    }
   }
+  if (!mtp.empty()) PLOG_INFO("skipping {} multi-token-prediction tensor(s) (mtp.*): not used for decoding", mtp.size());
+  if (!visual.empty()) PLOG_INFO("skipping {} vision tensor(s) (model.visual.*): text-only serving", visual.size());
   if (extras.empty()) return;
   PLOG_WARN("ignoring {} checkpoint tensor(s) the model does not use, e.g. '{}'", extras.size(), extras.front());
 }

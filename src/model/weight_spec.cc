@@ -5,43 +5,122 @@
 namespace pagellm {
 namespace {
 
+class LayerSpecs {
+ public:
+  LayerSpecs(const ModelConfig& c, int64_t layer_idx, std::vector<WeightSpec>& specs)
+      : c_(c), l_(layer_idx), specs_(specs) {}
+
+  void Add(const std::string& field, std::vector<int64_t> shape, WeightRole role, int64_t expert_idx = -1) {
+    specs_.push_back({fmt::format("{}layers.{}.{}", c_.weight_prefix, l_, field), std::move(shape), role, l_,
+                      expert_idx, field});
+  }
+
+  void Attention() {
+    const int64_t H = c_.hidden_size, q = c_.q_size(), kv = c_.kv_size();
+    Add("self_attn.q_proj.weight", {c_.gated_attention ? 2 * q : q, H}, WeightRole::kQProj);
+    Add("self_attn.k_proj.weight", {kv, H}, WeightRole::kKProj);
+    Add("self_attn.v_proj.weight", {kv, H}, WeightRole::kVProj);
+    if (c_.qkv_bias) {
+      Add("self_attn.q_proj.bias", {q}, WeightRole::kQkvBias);
+      Add("self_attn.k_proj.bias", {kv}, WeightRole::kQkvBias);
+      Add("self_attn.v_proj.bias", {kv}, WeightRole::kQkvBias);
+    }
+    Add("self_attn.o_proj.weight", {H, q}, WeightRole::kOProj);
+    if (c_.o_bias) Add("self_attn.o_proj.bias", {H}, WeightRole::kOBias);
+    if (c_.qk_norm) {
+      Add("self_attn.q_norm.weight", {c_.head_dim}, WeightRole::kQkNorm);
+      Add("self_attn.k_norm.weight", {c_.head_dim}, WeightRole::kQkNorm);
+    }
+  }
+
+  void LinearAttention() {
+    const int64_t H = c_.hidden_size, nv = c_.linear_num_value_heads, vd = c_.linear_value_dim();
+    const int64_t conv = c_.linear_conv_dim();
+    if (c_.grouped_gdn_projections) {
+      Add("linear_attn.in_proj_qkvz.weight", {conv + vd, H}, WeightRole::kGdnInProj);
+      Add("linear_attn.in_proj_ba.weight", {2 * nv, H}, WeightRole::kGdnGateProj);
+    } else {
+      Add("linear_attn.in_proj_qkv.weight", {conv, H}, WeightRole::kGdnInProj);
+      Add("linear_attn.in_proj_z.weight", {vd, H}, WeightRole::kGdnInProj);
+      Add("linear_attn.in_proj_b.weight", {nv, H}, WeightRole::kGdnGateProj);
+      Add("linear_attn.in_proj_a.weight", {nv, H}, WeightRole::kGdnGateProj);
+    }
+    Add("linear_attn.conv1d.weight", {conv, 1, c_.linear_conv_kernel_dim}, WeightRole::kGdnConv);
+    Add("linear_attn.dt_bias", {nv}, WeightRole::kGdnDtBias);
+    Add("linear_attn.A_log", {nv}, WeightRole::kGdnALog);
+    Add("linear_attn.norm.weight", {c_.linear_value_head_dim}, WeightRole::kGdnNorm);
+    Add("linear_attn.out_proj.weight", {H, vd}, WeightRole::kGdnOutProj);
+  }
+
+  void Mlp() {
+    const int64_t H = c_.hidden_size, I = c_.intermediate_size;
+    Add("mlp.gate_proj.weight", {I, H}, WeightRole::kGateUp);
+    Add("mlp.up_proj.weight", {I, H}, WeightRole::kGateUp);
+    Add("mlp.down_proj.weight", {H, I}, WeightRole::kDown);
+  }
+
+  void Moe() {
+    const int64_t H = c_.hidden_size, E = c_.num_experts, Ie = c_.moe_intermediate_size;
+    Add("mlp.gate.weight", {E, H}, WeightRole::kRouter);
+    if (c_.fused_experts) {
+      Add("mlp.experts.gate_up_proj", {E, 2 * Ie, H}, WeightRole::kExpertGateUp);
+      Add("mlp.experts.down_proj", {E, H, Ie}, WeightRole::kExpertDown);
+    } else {
+      for (int64_t e = 0; e < E; ++e) {
+        Add(fmt::format("mlp.experts.{}.gate_proj.weight", e), {Ie, H}, WeightRole::kExpertGateUp, e);
+        Add(fmt::format("mlp.experts.{}.up_proj.weight", e), {Ie, H}, WeightRole::kExpertGateUp, e);
+        Add(fmt::format("mlp.experts.{}.down_proj.weight", e), {H, Ie}, WeightRole::kExpertDown, e);
+      }
+    }
+    if (c_.shared_expert_intermediate_size > 0) {
+      const int64_t Is = c_.shared_expert_intermediate_size;
+      Add("mlp.shared_expert.gate_proj.weight", {Is, H}, WeightRole::kSharedGateUp);
+      Add("mlp.shared_expert.up_proj.weight", {Is, H}, WeightRole::kSharedGateUp);
+      Add("mlp.shared_expert.down_proj.weight", {H, Is}, WeightRole::kSharedDown);
+      Add("mlp.shared_expert_gate.weight", {1, H}, WeightRole::kSharedExpertGate);
+    }
+  }
+
+ private:
+  const ModelConfig& c_;
+  int64_t l_;
+  std::vector<WeightSpec>& specs_;
+};
+
 void AppendLayer(const ModelConfig& c, int64_t l, std::vector<WeightSpec>& specs) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, q = c.q_size(), kv = c.kv_size();
-  auto add = [&](const std::string& suffix, std::vector<int64_t> shape, WeightRole role) {
-    specs.push_back({fmt::format("model.layers.{}.{}", l, suffix), std::move(shape), role, l});
-  };
-  add("input_layernorm.weight", {H}, WeightRole::kLayerNorm);
-  add("self_attn.q_proj.weight", {q, H}, WeightRole::kQProj);
-  add("self_attn.k_proj.weight", {kv, H}, WeightRole::kKProj);
-  add("self_attn.v_proj.weight", {kv, H}, WeightRole::kVProj);
-  if (c.qkv_bias) {
-    add("self_attn.q_proj.bias", {q}, WeightRole::kQkvBias);
-    add("self_attn.k_proj.bias", {kv}, WeightRole::kQkvBias);
-    add("self_attn.v_proj.bias", {kv}, WeightRole::kQkvBias);
+  LayerSpecs layer(c, l, specs);
+  layer.Add("input_layernorm.weight", {c.hidden_size}, WeightRole::kLayerNorm);
+  if (c.IsFullAttentionLayer(l)) {
+    layer.Attention();
+  } else {
+    layer.LinearAttention();
   }
-  add("self_attn.o_proj.weight", {H, q}, WeightRole::kOProj);
-  if (c.o_bias) add("self_attn.o_proj.bias", {H}, WeightRole::kOBias);
-  if (c.qk_norm) {
-    add("self_attn.q_norm.weight", {c.head_dim}, WeightRole::kQkNorm);
-    add("self_attn.k_norm.weight", {c.head_dim}, WeightRole::kQkNorm);
+  layer.Add("post_attention_layernorm.weight", {c.hidden_size}, WeightRole::kLayerNorm);
+  if (c.IsMoeLayer(l)) {
+    layer.Moe();
+  } else {
+    layer.Mlp();
   }
-  add("post_attention_layernorm.weight", {H}, WeightRole::kLayerNorm);
-  add("mlp.gate_proj.weight", {I, H}, WeightRole::kGateUp);
-  add("mlp.up_proj.weight", {I, H}, WeightRole::kGateUp);
-  add("mlp.down_proj.weight", {H, I}, WeightRole::kDown);
 }
 
 }  // namespace
 
 std::vector<WeightSpec> ListWeightSpecs(const ModelConfig& c) {
   std::vector<WeightSpec> specs;
-  specs.push_back({"model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, WeightRole::kEmbedding});
+  specs.push_back({c.weight_prefix + "embed_tokens.weight", {c.vocab_size, c.hidden_size}, WeightRole::kEmbedding, -1, -1, ""});
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) AppendLayer(c, l, specs);
-  specs.push_back({"model.norm.weight", {c.hidden_size}, WeightRole::kFinalNorm});
+  specs.push_back({c.weight_prefix + "norm.weight", {c.hidden_size}, WeightRole::kFinalNorm, -1, -1, ""});
   if (!c.tie_word_embeddings) {
-    specs.push_back({"lm_head.weight", {c.vocab_size, c.hidden_size}, WeightRole::kLmHead});
+    specs.push_back({"lm_head.weight", {c.vocab_size, c.hidden_size}, WeightRole::kLmHead, -1, -1, ""});
   }
   return specs;
+}
+
+bool IsSkippedAuxiliaryTensor(const std::string& name) {
+  for (const char* prefix : {"mtp.", "model.mtp.", "model.visual.", "visual.", "model.language_model.mtp."}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace pagellm

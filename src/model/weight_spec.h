@@ -4,7 +4,10 @@
 //   // "model.layers.0.self_attn.q_proj.weight" [nh*hd, H] role kQProj layer 0
 //
 // The single source of truth for names and shapes: weight binding checks checkpoints
-// against it and the dummy generator creates exactly these tensors.
+// against it and the dummy generator creates exactly these tensors. Names follow
+// docs/qwen-architectures.md §5.1: decoder tensors under config.weight_prefix ("model."
+// or Qwen3.5's "model.language_model."), lm_head at the top level. Qwen3-MoE / Next
+// experts are per-expert 2-D tensors, Qwen3.5-MoE experts two fused 3-D tensors.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +24,7 @@ enum class WeightRole {
   kFinalNorm,  // model.norm.weight          [H]
   kLayerNorm,  // input_layernorm / post_attention_layernorm  [H]
   kQkNorm,     // self_attn.{q,k}_norm.weight  [hd]
-  kQProj,      // [nh*hd, H]
+  kQProj,      // [nh*hd, H]; gated attention [2*nh*hd, H]
   kKProj,      // [nkv*hd, H]
   kVProj,      // [nkv*hd, H]
   kOProj,      // [H, nh*hd]
@@ -29,17 +32,38 @@ enum class WeightRole {
   kOBias,      // [H]
   kGateUp,     // mlp.{gate,up}_proj.weight  [I, H]
   kDown,       // mlp.down_proj.weight       [H, I]
+  // Gated DeltaNet (linear_attn.*)
+  kGdnInProj,    // in_proj_qkv [conv_dim, H], in_proj_z [nv*dv, H], in_proj_qkvz (Next)
+  kGdnGateProj,  // in_proj_b / in_proj_a [nv, H], in_proj_ba [2*nv, H] (Next)
+  kGdnConv,      // conv1d.weight [conv_dim, 1, K]
+  kGdnDtBias,    // dt_bias [nv]
+  kGdnALog,      // A_log [nv]
+  kGdnNorm,      // norm.weight [dv]
+  kGdnOutProj,   // out_proj.weight [H, nv*dv]
+  // MoE (mlp.*)
+  kRouter,            // mlp.gate.weight [E, H]
+  kExpertGateUp,      // experts.M.{gate,up}_proj.weight [I_e, H] or experts.gate_up_proj [E, 2*I_e, H]
+  kExpertDown,        // experts.M.down_proj.weight [H, I_e] or experts.down_proj [E, H, I_e]
+  kSharedGateUp,      // shared_expert.{gate,up}_proj.weight [I_s, H]
+  kSharedDown,        // shared_expert.down_proj.weight [H, I_s]
+  kSharedExpertGate,  // shared_expert_gate.weight [1, H]
 };
 
 struct WeightSpec {
   std::string name;
   std::vector<int64_t> shape;
   WeightRole role;
-  int64_t layer_idx = -1;  // -1 for non-layer tensors
+  int64_t layer_idx = -1;   // -1 for non-layer tensors
+  int64_t expert_idx = -1;  // per-expert tensors only
+  std::string field;        // name below "<prefix>layers.N." ("mlp.experts.3.up_proj.weight")
 };
 
 // Every tensor a checkpoint of `config` must contain, in module order (embedding,
 // layers 0..L-1, final norm, lm_head).
 std::vector<WeightSpec> ListWeightSpecs(const ModelConfig& config);
+
+// True for checkpoint tensors pagellm deliberately does not load: multi-token-prediction
+// heads ("mtp.*") and the vision tower ("model.visual.*", "visual.*").
+bool IsSkippedAuxiliaryTensor(const std::string& name);
 
 }  // namespace pagellm

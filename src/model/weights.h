@@ -1,8 +1,12 @@
-// ModelWeights: named views of every tensor a dense Qwen2/Qwen3 forward pass reads.
+// ModelWeights: named views of every tensor a Qwen forward pass reads (dense Qwen2/3,
+// Qwen3-MoE, and the hybrid Qwen3-Next / Qwen3.5 / Qwen3.5-MoE).
 //
 // Produced by the loaders (safetensors, GGUF, dummy) and consumed by the model code.
 // All views are row-major in PyTorch order: a linear layer is [out_features, in_features].
-// Optional tensors (biases, q/k norms) are empty views when absent.
+// Optional tensors (biases, q/k norms) are empty views when absent; a layer fills only
+// the fields its type uses (attention or GDN mixer; dense MLP or MoE).
+// Zero-centred norms (Next / 3.5) are stored as in the checkpoint (around 0); the model
+// folds 1 + w at load.
 // Invariant after BindWeights/LoadModel: every non-empty view has dtype `dtype`.
 #pragma once
 
@@ -23,6 +27,31 @@ struct LayerWeights {
   TensorView post_attention_layernorm;  // [H]
   TensorView gate_proj, up_proj;        // [I, H]
   TensorView down_proj;                 // [H, I]
+  // Gated attention (Next / 3.5) reuses q_proj with shape [2*nh*hd, H], per head [q | gate].
+
+  // Gated DeltaNet mixer (linear_attn.*), docs/qwen-architectures.md §4.1.
+  TensorView gdn_in_proj_qkv;   // [conv_dim, H]          (3.5)
+  TensorView gdn_in_proj_z;     // [nv*dv, H]             (3.5)
+  TensorView gdn_in_proj_b;     // [nv, H]                (3.5)
+  TensorView gdn_in_proj_a;     // [nv, H]                (3.5)
+  TensorView gdn_in_proj_qkvz;  // [2*nk*dk + 2*nv*dv, H] (Next, per-key-group layout)
+  TensorView gdn_in_proj_ba;    // [2*nv, H]              (Next, per-key-group layout)
+  TensorView gdn_conv1d;        // [conv_dim, 1, K]
+  TensorView gdn_dt_bias;       // [nv]
+  TensorView gdn_a_log;         // [nv]
+  TensorView gdn_norm;          // [dv] gated RMSNorm weight (plain w, not zero-centred)
+  TensorView gdn_out_proj;      // [H, nv*dv]
+
+  // MoE block (mlp.*), §2.5.
+  TensorView moe_router;                    // [E, H] mlp.gate.weight
+  std::vector<TensorView> expert_gate_proj;  // E x [I_e, H] (Qwen3-MoE / Next per-expert tensors)
+  std::vector<TensorView> expert_up_proj;    // E x [I_e, H]
+  std::vector<TensorView> expert_down_proj;  // E x [H, I_e]
+  TensorView experts_gate_up;               // [E, 2*I_e, H] (3.5-MoE fused; gate = first I_e rows)
+  TensorView experts_down;                  // [E, H, I_e]   (3.5-MoE fused)
+  TensorView shared_gate_proj, shared_up_proj;  // [I_s, H]
+  TensorView shared_down_proj;                  // [H, I_s]
+  TensorView shared_expert_gate;                // [1, H]
 };
 
 struct ModelWeights {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/arch/forward_input_validation.h"
+#include "model/arch/model_rope.h"
 #include "tensor/half.h"
 
 namespace pagellm {
@@ -39,38 +40,18 @@ StatusOr<std::vector<float>> NormWeight(const TensorView& t, int64_t dim, const 
   return out;
 }
 
-RopeParams MakeRopeParams(const ModelConfig& c) {
-  RopeParams p;
-  p.rotary_dim = c.rotary_dim();
-  p.theta = c.rope_theta;
-  p.factor = c.rope_scaling.factor;
-  p.original_max_positions = c.rope_scaling.original_max_position_embeddings > 0
-                                 ? c.rope_scaling.original_max_position_embeddings
-                                 : c.max_position_embeddings;
-  p.beta_fast = c.rope_scaling.beta_fast;
-  p.beta_slow = c.rope_scaling.beta_slow;
-  p.attention_factor = c.rope_scaling.attention_factor;
-  p.max_positions = c.max_position_embeddings;
-  switch (c.rope_scaling.type) {
-    case RopeScalingType::kNone: p.scaling = RopeScalingKind::kNone; break;
-    case RopeScalingType::kLinear: p.scaling = RopeScalingKind::kLinear; break;
-    case RopeScalingType::kDynamic: p.scaling = RopeScalingKind::kDynamic; break;
-    case RopeScalingType::kYarn: p.scaling = RopeScalingKind::kYarn; break;
-  }
-  if (p.scaling != RopeScalingKind::kNone) {
-    // Scaled RoPE exists to run past the trained length: cover orig * factor too.
-    p.max_positions = std::max<int64_t>(p.max_positions,
-                                        static_cast<int64_t>(static_cast<double>(p.original_max_positions) * p.factor));
-  }
-  return p;
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<QwenModel>> QwenModel::Create(const ModelConfig& config, const ModelWeights& weights,
                                                        Backend& backend, int32_t max_num_tokens) {
   const ModelConfig& c = config;
-  if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_hidden_layers <= 0 ||
+  if (c.is_hybrid()) {
+    return InvalidArgumentError(fmt::format("QwenModel: {} is a hybrid model; use HybridModel", c.model_type));
+  }
+  bool needs_dense_mlp = false;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) needs_dense_mlp = needs_dense_mlp || !c.IsMoeLayer(l);
+  if (c.vocab_size <= 0 || c.hidden_size <= 0 || (needs_dense_mlp && c.intermediate_size <= 0) ||
+      c.num_hidden_layers <= 0 ||
       c.num_attention_heads <= 0 || c.num_key_value_heads <= 0 || c.head_dim <= 0 ||
       c.num_attention_heads % c.num_key_value_heads != 0) {
     return InvalidArgumentError("QwenModel: model config has non-positive sizes or nh % nkv != 0");
@@ -112,9 +93,13 @@ Status QwenModel::PrepareWeights(const ModelWeights& w) {
     PAGELLM_ASSIGN_OR_RETURN(layer.k_proj, linear(lw.k_proj, lw.k_bias, {kv, h}, c.qkv_bias, p + "k_proj"));
     PAGELLM_ASSIGN_OR_RETURN(layer.v_proj, linear(lw.v_proj, lw.v_bias, {kv, h}, c.qkv_bias, p + "v_proj"));
     PAGELLM_ASSIGN_OR_RETURN(layer.o_proj, linear(lw.o_proj, lw.o_bias, {h, q}, c.o_bias, p + "o_proj"));
-    PAGELLM_ASSIGN_OR_RETURN(layer.gate_proj, linear(lw.gate_proj, {}, {inter, h}, false, p + "gate_proj"));
-    PAGELLM_ASSIGN_OR_RETURN(layer.up_proj, linear(lw.up_proj, {}, {inter, h}, false, p + "up_proj"));
-    PAGELLM_ASSIGN_OR_RETURN(layer.down_proj, linear(lw.down_proj, {}, {h, inter}, false, p + "down_proj"));
+    if (c.IsMoeLayer(i)) {
+      PAGELLM_ASSIGN_OR_RETURN(layer.moe, MoeBlock::Create(c, lw, backend_, max_num_tokens_, p));
+    } else {
+      PAGELLM_ASSIGN_OR_RETURN(layer.gate_proj, linear(lw.gate_proj, {}, {inter, h}, false, p + "gate_proj"));
+      PAGELLM_ASSIGN_OR_RETURN(layer.up_proj, linear(lw.up_proj, {}, {inter, h}, false, p + "up_proj"));
+      PAGELLM_ASSIGN_OR_RETURN(layer.down_proj, linear(lw.down_proj, {}, {h, inter}, false, p + "down_proj"));
+    }
     layers_.push_back(std::move(layer));
   }
   PAGELLM_ASSIGN_OR_RETURN(final_norm_, NormWeight(w.norm, h, "norm"));
@@ -175,6 +160,11 @@ void QwenModel::RunMlp(const Layer& layer, int64_t t) {
   const ModelConfig& c = config_;
   backend_.RmsNorm(buf_.hidden, layer.post_norm.data(), t, c.hidden_size, static_cast<float>(c.rms_norm_eps),
                    buf_.normed);
+  if (layer.moe) {
+    layer.moe->Forward(buf_.normed, t, buf_.proj);  // [T, H]
+    backend_.AddInPlace(buf_.proj, t * c.hidden_size, buf_.hidden);
+    return;
+  }
   backend_.Linear(*layer.gate_proj, buf_.normed, t, buf_.gate);  // [T, I]
   backend_.Linear(*layer.up_proj, buf_.normed, t, buf_.up);      // [T, I]
   backend_.SiluMul(buf_.gate, buf_.up, t * c.intermediate_size, buf_.gate);

@@ -8,6 +8,8 @@
 //              h += down(silu(gate(rmsnorm(h))) * up(rmsnorm(h)))
 //   logits[logits_indices] = lm_head(rmsnorm(h[logits_indices]))
 // Qwen2: q/k/v biases. Qwen3: per-head q_norm/k_norm before RoPE, optional biases.
+// Qwen3-MoE: the same, with the MLP of MoE layers replaced by MoeBlock (moe_block.h).
+// Hybrid models (Qwen3-Next / Qwen3.5) are HybridModel (model/hybrid/hybrid_model.h).
 // Activations and the residual stream are fp32 (HF keeps bf16; see the report).
 // All workspaces are allocated in Create, sized for `max_num_tokens` rows.
 //
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/arch/moe_block.h"
 #include "model/config.h"
 #include "model/forward_input.h"
 #include "model/weights.h"
@@ -52,6 +55,7 @@ class QwenModel {
   struct Layer {
     std::vector<float> input_norm, post_norm, q_norm, k_norm;  // fp32 copies; q/k_norm [hd] or empty
     std::unique_ptr<LinearWeight> q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+    std::unique_ptr<MoeBlock> moe;  // MoE layers (then gate/up/down_proj are null)
   };
   // Row pointers into `workspace_`, each sized for max_num_tokens rows.
   struct Buffers {
