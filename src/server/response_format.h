@@ -1,0 +1,42 @@
+// JSON pieces of OpenAI responses shared by chat and completions: logprobs in both
+// shapes, usage, SSE framing, and lossless-enough JSON dumping of model text.
+//
+//   OrderedJson lp = ChatLogprobs(tok, delta.logprobs);   // [{token, logprob, bytes, top_logprobs}]
+//   exchange->Write(SseEvent(chunk));                     // "data: {...}\n\n"
+//
+// Model text may hold invalid UTF-8 (a token that is half of a character); it is
+// dumped with U+FFFD replacement instead of throwing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "engine/request_output.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagellm::server {
+
+// What `id` decodes to on its own (raw bytes, possibly a partial UTF-8 character).
+std::string TokenBytes(const tokenizer::Tokenizer& tok, int32_t id);
+
+// Chat shape: one {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]} per token.
+OrderedJson ChatLogprobs(const tokenizer::Tokenizer& tok, const std::vector<TokenLogprob>& logprobs);
+
+// Completions shape accumulated into `lp` = {text_offset, token_logprobs, tokens,
+// top_logprobs}; `text_offset` continues from *offset (characters of text so far).
+void AppendCompletionLogprobs(const tokenizer::Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
+                              int64_t* offset, OrderedJson* lp);
+OrderedJson EmptyCompletionLogprobs();
+
+OrderedJson UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
+
+std::string DumpJson(const OrderedJson& j);
+std::string SseEvent(const OrderedJson& j);
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+// Number of Unicode code points in UTF-8 `text` (Python's len(), used for text_offset).
+int64_t Utf8Length(const std::string& text);
+
+}  // namespace pagellm::server

@@ -1,0 +1,136 @@
+#include "server/server_metrics.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace pagellm::server {
+
+using metrics::Labels;
+
+ServerMetrics::ServerMetrics(const std::string& model_name) {
+  Labels m = {{"model_name", model_name}};
+  auto& r = registry_;
+  running_ = r.AddGauge("vllm:num_requests_running", "Number of requests in model execution batches.", m);
+  waiting_ = r.AddGauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m);
+  kv_usage_ = r.AddGauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m);
+  prompt_tokens_ = r.AddCounter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", m);
+  generation_tokens_ = r.AddCounter("vllm:generation_tokens_total", "Number of generation tokens processed.", m);
+  preemptions_ = r.AddCounter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", m);
+  prefix_queries_ = r.AddCounter("vllm:prefix_cache_queries_total",
+                                 "Prefix cache queries, in terms of number of queried tokens.", m);
+  prefix_hits_ = r.AddCounter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", m);
+  const char* success_help = "Count of successfully processed requests.";
+  auto reason = [&](const char* why) {
+    Labels l = m;
+    l.emplace_back("finished_reason", why);
+    return r.AddCounter("vllm:request_success_total", success_help, l);
+  };
+  success_stop_ = reason("stop");
+  success_length_ = reason("length");
+  success_abort_ = reason("abort");
+  success_error_ = reason("error");
+  aborted_ = r.AddCounter("vllm:num_aborted_requests_total",
+                          "Requests aborted before finishing (client disconnect, backlog overflow, shutdown).", m);
+  ttft_ = r.AddHistogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m,
+                         metrics::TtftBuckets());
+  itl_ = r.AddHistogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m,
+                        metrics::InterTokenLatencyBuckets());
+  e2e_ = r.AddHistogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", m,
+                        metrics::RequestLatencyBuckets());
+  queue_ = r.AddHistogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+                          m, metrics::RequestLatencyBuckets());
+  inference_ = r.AddHistogram("vllm:request_inference_time_seconds",
+                              "Histogram of time spent in RUNNING phase for request.", m, metrics::RequestLatencyBuckets());
+  prefill_ = r.AddHistogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+                            m, metrics::RequestLatencyBuckets());
+  decode_ = r.AddHistogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+                           m, metrics::RequestLatencyBuckets());
+  iteration_tokens_ = r.AddHistogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", m,
+                                     metrics::IterationTokensBuckets());
+}
+
+void ServerMetrics::OnDelta(const RequestOutput& d, double* prev_token_s) {
+  const RequestTimes& t = d.times;
+  if (!d.new_token_ids.empty() && t.last_token_s > 0.0) {
+    if (*prev_token_s == 0.0) {
+      ttft_->Observe(std::max(0.0, t.first_token_s - t.arrival_s));
+    } else {
+      itl_->Observe(std::max(0.0, t.last_token_s - *prev_token_s));
+    }
+    *prev_token_s = t.last_token_s;
+  }
+  if (!d.finished) return;
+  if (!d.error.ok()) {
+    success_error_->Inc();
+    return;
+  }
+  if (d.finish_reason == "abort") {
+    success_abort_->Inc();
+    aborted_->Inc();
+  } else if (d.finish_reason == "length") {
+    success_length_->Inc();
+  } else {
+    success_stop_->Inc();
+  }
+  double end = t.finished_s > 0.0 ? t.finished_s : t.last_token_s;
+  if (end <= 0.0) return;
+  e2e_->Observe(std::max(0.0, end - t.arrival_s));
+  if (t.first_scheduled_s > 0.0) {
+    queue_->Observe(std::max(0.0, t.first_scheduled_s - t.arrival_s));
+    inference_->Observe(std::max(0.0, end - t.first_scheduled_s));
+    if (t.first_token_s > 0.0) {
+      prefill_->Observe(std::max(0.0, t.first_token_s - t.first_scheduled_s));
+      decode_->Observe(std::max(0.0, end - t.first_token_s));
+    }
+  }
+}
+
+void ServerMetrics::SyncEngine(const EngineStats& s, bool idle) {
+  running_->Set(idle ? 0 : s.num_running);
+  waiting_->Set(idle ? 0 : s.num_waiting);
+  kv_usage_->Set(idle ? 0.0 : s.kv_cache_usage);
+  prompt_tokens_->SetCumulative(static_cast<double>(s.prompt_tokens_total));
+  generation_tokens_->SetCumulative(static_cast<double>(s.generation_tokens_total));
+  preemptions_->SetCumulative(static_cast<double>(s.num_preemptions_total));
+  prefix_queries_->SetCumulative(static_cast<double>(s.prefix_cache_queries));
+  prefix_hits_->SetCumulative(static_cast<double>(s.prefix_cache_hits));
+  std::lock_guard<std::mutex> lock(mu_);
+  // NOTE: EngineStats exposes only the last step's token count, so steps between two
+  // samples are attributed to the last one's bucket (exact when sampled every step).
+  int64_t new_steps = s.num_steps - last_num_steps_;
+  if (new_steps > 0 && s.last_step_tokens > 0) {
+    const std::vector<double>& bounds = iteration_tokens_->upper_bounds();
+    size_t idx = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), double(s.last_step_tokens)) -
+                                     bounds.begin());
+    iteration_tokens_->AddToBucket(idx, new_steps, static_cast<double>(new_steps * s.last_step_tokens));
+  }
+  if (new_steps > 0) last_num_steps_ = s.num_steps;
+}
+
+std::string ServerMetrics::Render(const EngineStats& stats, bool idle) {
+  SyncEngine(stats, idle);
+  return registry_.Render();
+}
+
+std::string ServerMetrics::LogLine(const EngineStats& s, bool idle, double now_s) {
+  SyncEngine(s, idle);
+  std::lock_guard<std::mutex> lock(mu_);
+  double dt = now_s - log_last_s_;
+  int64_t prompt = s.prompt_tokens_total - log_prompt_, gen = s.generation_tokens_total - log_generation_;
+  int64_t queries = s.prefix_cache_queries - log_queries_, hits = s.prefix_cache_hits - log_hits_;
+  bool first = log_last_s_ == 0.0;
+  log_last_s_ = now_s;
+  log_prompt_ = s.prompt_tokens_total;
+  log_generation_ = s.generation_tokens_total;
+  log_queries_ = s.prefix_cache_queries;
+  log_hits_ = s.prefix_cache_hits;
+  if (first || dt <= 0.0 || (idle && prompt == 0 && gen == 0)) return "";
+  return fmt::format(
+      "Avg prompt throughput: {:.1f} tokens/s, Avg generation throughput: {:.1f} tokens/s, Running: {} reqs, "
+      "Waiting: {} reqs, KV cache usage: {:.1f}%, Prefix cache hit rate: {:.1f}%",
+      prompt / dt, gen / dt, idle ? 0 : s.num_running, idle ? 0 : s.num_waiting, idle ? 0.0 : s.kv_cache_usage * 100.0,
+      queries > 0 ? 100.0 * static_cast<double>(hits) / static_cast<double>(queries) : 0.0);
+}
+
+}  // namespace pagellm::server
