@@ -78,6 +78,17 @@ const cases = [
     assert.equal(s.finish, "length");
     assert.equal(s.usage.completion_tokens, 12);
     assert.equal(s.usage.prompt_tokens, r.usage.prompt_tokens);
+    // continuous_usage_stats: every chunk carries usage; completion tokens never decrease.
+    const chunks = [];
+    for await (const c of await client.chat.completions.create({ ...params, stream: true,
+      stream_options: { include_usage: true, continuous_usage_stats: true } })) chunks.push(c);
+    assert.ok(chunks.length >= 3);
+    for (let i = 0; i < chunks.length; i++) {
+      assert.equal(chunks[i].usage.prompt_tokens, r.usage.prompt_tokens);
+      if (i > 0) assert.ok(chunks[i].usage.completion_tokens >= chunks[i - 1].usage.completion_tokens);
+    }
+    assert.equal(chunks.at(-1).usage.completion_tokens, 12);
+    assert.deepEqual(chunks.at(-1).choices, []);
   }],
   ["completions: prompt forms, streaming, echo", async () => {
     const base = { model: "tiny", ...greedy, max_tokens: 6 };
