@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libpcre2-dev libutf8proc-dev libxxhash-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev libboost-dev
   python3 python3-numpy python3-torch
+  prometheus   # promtool checks /metrics in the e2e tests
 )
 # Node.js may come from elsewhere (e.g. NodeSource, which bundles npm and conflicts with
 # Debian's npm package): install Debian's only when the commands are missing.
