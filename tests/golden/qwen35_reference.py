@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""Float64 PyTorch reference for Qwen3-MoE, Qwen3-Next and Qwen3.5 (dense and MoE),
+written from docs/qwen-architectures.md (§2.1 zero-centred norms, §2.2 partial NeoX
+RoPE, §2.5 MoE, §3.3-3.5, §4 Gated DeltaNet), independent of pagellm's C++ code. The
+GDN pieces (conv, l2norm, recurrent delta rule, gated norm, Qwen3-Next un-grouping) come
+from tests/golden/gdn_reference.py.
+
+Two modes:
+  qwen35_reference.py ref MODEL_DIR --ids 1,2,3 [--out logits.npy] [--greedy N]
+      prints {"greedy": [...]} and writes prompt logits [T, V] (float64 .npy).
+  qwen35_reference.py compare --pagellm BIN --hybrid-tool BIN --work DIR --case NAME
+      makes the dummy model (f32 weights), runs pagellm (qwen3_moe: `pagellm logits` /
+      `pagellm generate`; hybrid: the hybrid_logits test driver, since the engine does not
+      schedule hybrid models yet), compares and exits 1 on failure.
+Tolerances (f32 weights, f32 activations and KV, float64 reference):
+  logits at every prompt position: max |d| / max|logit| <= 1e-4;
+  32 greedy tokens identical to the reference's greedy decode.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from gdn_reference import causal_conv_silu, gated_delta_rule, gated_rmsnorm, l2norm, qwen3_next_ungroup  # noqa: E402
+from qwen_reference import load_weights  # noqa: E402
+
+MAX_REL_ERR = 1e-4
+GREEDY_TOKENS = 32
+
+
+def load_config(model_dir):
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    text = cfg.get("text_config")
+    if text:
+        merged = dict(cfg)
+        merged.update({k: v for k, v in text.items() if k != "model_type"})
+        if "tie_word_embeddings" in cfg:
+            merged["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+        cfg = merged
+    rp = cfg.get("rope_parameters") or {}
+    cfg.setdefault("rope_theta", rp.get("rope_theta", 10000.0))
+    cfg.setdefault("partial_rotary_factor", rp.get("partial_rotary_factor", 1.0))
+    return cfg
+
+
+class Model:
+    def __init__(self, model_dir):
+        self.cfg = c = load_config(model_dir)
+        self.w = load_weights(model_dir)
+        self.type = c["model_type"]
+        self.hybrid = self.type in ("qwen3_next", "qwen3_5", "qwen3_5_moe")
+        self.prefix = "model.language_model." if self.type in ("qwen3_5", "qwen3_5_moe") else "model."
+        self.L = c["num_hidden_layers"]
+        if self.hybrid:
+            lt = c.get("layer_types")
+            n = c.get("full_attention_interval", 4)
+            self.full = [t == "full_attention" for t in lt] if lt else [(i + 1) % n == 0 for i in range(self.L)]
+        else:
+            self.full = [True] * self.L
+        self.eps = c.get("rms_norm_eps", 1e-6)
+
+    def W(self, name):
+        return self.w[self.prefix + name]
+
+    def norm(self, x, w):  # §2.1: zero-centred (Next / 3.5) uses 1 + w
+        r = torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps)
+        return x * r * ((1.0 + w) if self.hybrid else w)
+
+    def rope(self, x, pos):
+        hd = x.shape[-1]
+        rot = int(hd * self.cfg["partial_rotary_factor"])
+        inv = (1.0 / (self.cfg["rope_theta"] ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))).float()
+        ang = (pos[:, None].float() * inv[None, :]).double()  # fp32 angles as HF
+        cos, sin = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]
+        half = rot // 2
+        x1, x2, rest = x[..., :half], x[..., half:rot], x[..., rot:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+
+    def attention(self, l, x):
+        c, p = self.cfg, f"layers.{l}.self_attn."
+        T, nh, nkv, hd = x.shape[0], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+        qg = x @ self.W(p + "q_proj.weight").T
+        if self.hybrid:  # per head [q | gate] (§3.4)
+            qg = qg.view(T, nh, 2 * hd)
+            q, gate = qg[..., :hd], qg[..., hd:].reshape(T, nh * hd)
+        else:
+            q, gate = qg.view(T, nh, hd), None
+        k = (x @ self.W(p + "k_proj.weight").T).view(T, nkv, hd)
+        v = (x @ self.W(p + "v_proj.weight").T).view(T, nkv, hd)
+        q, k = self.norm(q, self.W(p + "q_norm.weight")), self.norm(k, self.W(p + "k_norm.weight"))
+        pos = torch.arange(T)
+        q, k = self.rope(q, pos), self.rope(k, pos)
+        rep = nh // nkv
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        s = torch.einsum("thd,shd->hts", q, k) / math.sqrt(hd)
+        s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+        out = torch.einsum("hts,shd->thd", torch.softmax(s, -1), v).reshape(T, nh * hd)
+        if gate is not None:
+            out = out * torch.sigmoid(gate)
+        return out @ self.W(p + "o_proj.weight").T
+
+    def gdn(self, l, x):
+        c, p = self.cfg, f"layers.{l}.linear_attn."
+        T = x.shape[0]
+        nk, nv, dk, dv = (c[k] for k in ("linear_num_key_heads", "linear_num_value_heads",
+                                          "linear_key_head_dim", "linear_value_head_dim"))
+        K = c.get("linear_conv_kernel_dim", 4)
+        kd, vd = nk * dk, nv * dv
+        if self.type == "qwen3_next":
+            flat, ba = qwen3_next_ungroup(x @ self.W(p + "in_proj_qkvz.weight").T,
+                                          x @ self.W(p + "in_proj_ba.weight").T, nk, nv, dk, dv)
+            mixed, z, b, a = flat[:, :2 * kd + vd], flat[:, 2 * kd + vd:], ba[:, :nv], ba[:, nv:]
+        else:
+            mixed = x @ self.W(p + "in_proj_qkv.weight").T
+            z = x @ self.W(p + "in_proj_z.weight").T
+            b = x @ self.W(p + "in_proj_b.weight").T
+            a = x @ self.W(p + "in_proj_a.weight").T
+        conv_w = self.W(p + "conv1d.weight").reshape(2 * kd + vd, K)
+        co, _ = causal_conv_silu(mixed, conv_w, torch.zeros(K - 1, 2 * kd + vd, dtype=torch.float64))
+        q, k, v = co[:, :kd].view(T, nk, dk), co[:, kd:2 * kd].view(T, nk, dk), co[:, 2 * kd:].view(T, nv, dv)
+        q, k = l2norm(q) * dk ** -0.5, l2norm(k)
+        r = nv // nk
+        q, k = q.repeat_interleave(r, dim=1), k.repeat_interleave(r, dim=1)  # value head j -> key head j // r
+        beta = torch.sigmoid(b)
+        g = -torch.exp(self.W(p + "A_log")) * F.softplus(a + self.W(p + "dt_bias"))
+        o, _ = gated_delta_rule(q, k, v, g, beta, torch.zeros(nv, dk, dv, dtype=torch.float64))
+        y = gated_rmsnorm(o, z.view(T, nv, dv), self.W(p + "norm.weight"), self.eps).reshape(T, vd)
+        return y @ self.W(p + "out_proj.weight").T
+
+    def swiglu(self, x, gate, up, down):
+        return (F.silu(x @ gate.T) * (x @ up.T)) @ down.T
+
+    def ffn(self, l, x):
+        c, p = self.cfg, f"layers.{l}.mlp."
+        is_moe = c.get("num_experts", 0) > 0 and l not in c.get("mlp_only_layers", []) and \
+            (l + 1) % c.get("decoder_sparse_step", 1) == 0
+        if not is_moe:
+            return self.swiglu(x, self.W(p + "gate_proj.weight"), self.W(p + "up_proj.weight"),
+                               self.W(p + "down_proj.weight"))
+        E, k, ie = c["num_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"]
+        probs = torch.softmax(x @ self.W(p + "gate.weight").T, dim=-1)
+        topw, topi = torch.topk(probs, k, dim=-1)
+        if c.get("norm_topk_prob", True) or self.type == "qwen3_5_moe":
+            topw = topw / topw.sum(-1, keepdim=True)
+        y = torch.zeros_like(x)
+        for t in range(x.shape[0]):
+            for w_e, e in zip(topw[t].tolist(), topi[t].tolist()):
+                if self.type == "qwen3_5_moe":
+                    gu = self.W(p + "experts.gate_up_proj")[e]
+                    gate, up, down = gu[:ie], gu[ie:], self.W(p + "experts.down_proj")[e]
+                else:
+                    gate, up, down = (self.W(p + f"experts.{e}.{n}_proj.weight") for n in ("gate", "up", "down"))
+                y[t] += w_e * self.swiglu(x[t:t + 1], gate, up, down)[0]
+        if c.get("shared_expert_intermediate_size", 0) > 0:
+            shared = self.swiglu(x, self.W(p + "shared_expert.gate_proj.weight"),
+                                 self.W(p + "shared_expert.up_proj.weight"),
+                                 self.W(p + "shared_expert.down_proj.weight"))
+            y = y + torch.sigmoid(x @ self.W(p + "shared_expert_gate.weight").T) * shared
+        return y
+
+    def forward(self, ids, last_only=False):
+        h = self.W("embed_tokens.weight")[torch.tensor(ids)]
+        for l in range(self.L):
+            x = self.norm(h, self.W(f"layers.{l}.input_layernorm.weight"))
+            h = h + (self.attention(l, x) if self.full[l] else self.gdn(l, x))
+            h = h + self.ffn(l, self.norm(h, self.W(f"layers.{l}.post_attention_layernorm.weight")))
+        if last_only:
+            h = h[-1:]
+        h = self.norm(h, self.W("norm.weight"))
+        head = self.W("embed_tokens.weight") if self.cfg.get("tie_word_embeddings") else self.w["lm_head.weight"]
+        return h @ head.T
+
+
+def cmd_ref(args):
+    m = Model(args.model_dir)
+    ids = [int(t) for t in args.ids.split(",")]
+    with torch.no_grad():
+        if args.out:
+            np.save(args.out, m.forward(ids).numpy())
+        seq, greedy = list(ids), []
+        for _ in range(args.greedy):
+            nxt = int(m.forward(seq, last_only=True)[0].argmax())
+            greedy.append(nxt)
+            seq.append(nxt)
+    print(json.dumps({"greedy": greedy}))
+
+
+def run(cmd):
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"command failed: {' '.join(cmd)}\n{res.stderr}")
+    return res.stdout
+
+
+def cmd_compare(args):
+    model = os.path.join(args.work, args.case)
+    if not os.path.exists(os.path.join(model, "config.json")):
+        run([args.pagellm, "make-dummy-model", "--preset", args.case, "--dtype", "f32", "--out", model, "--seed", "7"])
+    hybrid = load_config(model)["model_type"] != "qwen3_moe"
+    rng = np.random.default_rng(99)
+    prompts = [[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198],
+               [int(t) for t in rng.integers(0, 151643, size=90)]]  # > 64 tokens: two GDN chunks
+    failures = []
+    for i, ids in enumerate(prompts):
+        ids_arg = ",".join(map(str, ids))
+        ours_path, ref_path = (os.path.join(args.work, f"{args.case}-{i}-{s}.npy") for s in ("ours", "ref"))
+        greedy_n = GREEDY_TOKENS if i == 0 else 0
+        if hybrid:
+            ours_greedy = json.loads(run([args.hybrid_tool, model, ids_arg, ours_path, str(greedy_n)]))["token_ids"]
+        else:
+            run([args.pagellm, "logits", "--model", model, "--prompt-ids", ids_arg, "--out", ours_path,
+                 "--dtype", "float32", "--kv-cache-dtype", "float32"])
+            ours_greedy = []
+            if greedy_n:
+                ours_greedy = json.loads(run([args.pagellm, "generate", "--model", model, "--prompt-ids", ids_arg,
+                                              "--temperature", "0", "--ignore-eos", "--max-tokens", str(greedy_n),
+                                              "--output-format", "json", "--dtype", "float32",
+                                              "--kv-cache-dtype", "float32", "--kv-cache-memory", str(64 << 20),
+                                              "--max-model-len", "2048"]))["token_ids"]
+        ref = json.loads(run([sys.executable, os.path.abspath(__file__), "ref", model, "--ids", ids_arg,
+                              "--out", ref_path, "--greedy", str(greedy_n)]))
+        ours, theirs = np.load(ours_path).astype(np.float64), np.load(ref_path)
+        if ours.shape != theirs.shape:
+            failures.append(f"#{i}: shape {ours.shape} vs {theirs.shape}")
+            continue
+        scale = np.abs(theirs).max()
+        rel = np.abs(ours - theirs).max() / scale
+        top2 = np.sort(theirs, axis=1)[:, -2:]
+        margin = top2[:, 1] - top2[:, 0]
+        agree = ours.argmax(1) == theirs.argmax(1)
+        print(f"{args.case} prompt#{i} T={len(ids)}: max|d|/scale={rel:.2e} logit-scale={scale:.1f} "
+              f"median-margin={np.median(margin):.2f} min-margin={margin.min():.3f} top1-agree={agree.mean():.3f}")
+        if rel > MAX_REL_ERR:
+            failures.append(f"#{i}: max relative logit error {rel:.2e} > {MAX_REL_ERR}")
+        if greedy_n and ours_greedy != ref["greedy"]:
+            failures.append(f"#{i}: greedy differs\n  ours {ours_greedy}\n  ref  {ref['greedy']}")
+        elif greedy_n:
+            print(f"{args.case} prompt#{i}: {greedy_n} greedy tokens identical")
+    for f in failures:
+        print("FAIL", args.case, f)
+    sys.exit(1 if failures else 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("ref")
+    r.add_argument("model_dir")
+    r.add_argument("--ids", required=True)
+    r.add_argument("--out")
+    r.add_argument("--greedy", type=int, default=0)
+    c = sub.add_parser("compare")
+    for flag in ("--pagellm", "--hybrid-tool", "--work", "--case"):
+        c.add_argument(flag, required=True)
+    args = ap.parse_args()
+    torch.set_grad_enabled(False)
+    cmd_ref(args) if args.mode == "ref" else cmd_compare(args)
+
+
+if __name__ == "__main__":
+    main()
