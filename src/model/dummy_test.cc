@@ -169,5 +169,67 @@ TEST(DummyCheckpointTest, MissingTokenizerFailsClearly) {
   EXPECT_NE(WriteDummyCheckpoint(opts).status().message().find("unknown preset 'qwen-huge'"), std::string::npos);
 }
 
+
+TEST(DummyPresetTest, MoeAndHybridPresetsHaveThePublishedShapes) {
+  ModelConfig moe = PresetConfig("qwen3-30b-a3b");
+  EXPECT_EQ(moe.arch, ModelArch::kQwen3Moe);
+  EXPECT_EQ(moe.num_hidden_layers, 48);
+  EXPECT_EQ(moe.num_experts, 128);
+  EXPECT_EQ(moe.num_experts_per_tok, 8);
+  EXPECT_EQ(moe.moe_intermediate_size, 768);
+  ModelConfig q35 = PresetConfig("qwen3.5-0.8b");
+  EXPECT_EQ(q35.arch, ModelArch::kQwen3_5);
+  EXPECT_EQ(q35.vocab_size, 248320);
+  EXPECT_EQ(q35.hidden_size, 1024);
+  EXPECT_EQ(q35.head_dim, 256);
+  EXPECT_EQ(q35.rotary_dim(), 64);
+  EXPECT_EQ(q35.num_full_attention_layers(), 6);
+  EXPECT_TRUE(q35.tie_word_embeddings);
+  ModelConfig q9 = PresetConfig("qwen3.5-9b");
+  EXPECT_EQ(q9.linear_num_value_heads, 32);
+  EXPECT_EQ(q9.linear_conv_dim(), 8192);  // §4 example
+  EXPECT_FALSE(q9.tie_word_embeddings);
+  ModelConfig a3b = PresetConfig("qwen3.5-35b-a3b");
+  EXPECT_EQ(a3b.arch, ModelArch::kQwen3_5Moe);
+  EXPECT_EQ(a3b.num_experts, 256);
+  EXPECT_EQ(a3b.shared_expert_intermediate_size, 512);
+  EXPECT_TRUE(a3b.fused_experts);
+  for (const char* tiny : {"qwen3-moe-tiny", "qwen3.5-tiny", "qwen3.5-moe-tiny", "qwen3-next-tiny"}) {
+    ModelConfig c = PresetConfig(tiny);
+    EXPECT_LE(c.hidden_size, 128) << tiny;
+    if (c.is_hybrid()) {
+      EXPECT_EQ(c.linear_key_head_dim % 16, 0) << tiny;
+      EXPECT_TRUE(c.IsFullAttentionLayer(3)) << tiny;
+      EXPECT_FALSE(c.IsFullAttentionLayer(0)) << tiny;
+    }
+  }
+}
+
+TEST(DummyCheckpointTest, Qwen35ShipsItsChatTemplate) {
+  const std::string dir = WriteTiny("q35", "qwen3.5-tiny", 1, DType::kBF16);
+  auto jinja = ReadFileToString(dir + "/chat_template.jinja");
+  auto asset = ReadFileToString(PAGELLM_SOURCE_DIR "/assets/chat_templates/qwen3.5.jinja");
+  ASSERT_TRUE(jinja.ok() && asset.ok());
+  EXPECT_EQ(*jinja, *asset);
+  auto tok_config = ReadJsonFile(dir + "/tokenizer_config.json");
+  ASSERT_TRUE(tok_config.ok());
+  EXPECT_EQ((*tok_config)["chat_template"].get<std::string>(), *asset);
+  auto config = LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->weight_prefix, "model.language_model.");
+  // The Qwen3 preset keeps the tokenizer's own template.
+  const std::string q3 = WriteTiny("q3t", "qwen3-tiny", 1, DType::kBF16);
+  EXPECT_FALSE(fs::exists(q3 + "/chat_template.jinja"));
+}
+
+TEST(DummyWeightsTest, ZeroCentredNormsAreStoredAroundZero) {
+  ModelConfig c = PresetConfig("qwen3.5-tiny");
+  for (const WeightSpec& spec : ListWeightSpecs(c)) {
+    DummyInit init = DummyInitFor(c, spec);
+    if (spec.role == WeightRole::kLayerNorm || spec.role == WeightRole::kFinalNorm) EXPECT_EQ(init.mean, 0.0f);
+    if (spec.role == WeightRole::kQkNorm) EXPECT_FLOAT_EQ(init.mean, 0.5f);
+    if (spec.role == WeightRole::kGdnNorm) EXPECT_EQ(init.mean, 1.0f);  // gated norm is plain w
+  }
+}
 }  // namespace
 }  // namespace pagellm

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "model/convert.h"
 #include "model/weight_spec.h"
 #include "tensor/half.h"
@@ -158,5 +160,84 @@ TEST(WeightBindingTest, ResolveDtype) {
   EXPECT_NE(bad.status().message().find("--dtype"), std::string::npos);
 }
 
+
+ModelConfig PresetLike(const std::string& name) {
+  Json j = ParseJson(R"({"model_type": "qwen3_5_moe", "tie_word_embeddings": false, "text_config": {
+    "vocab_size": 50, "hidden_size": 16, "num_hidden_layers": 4, "num_attention_heads": 2,
+    "num_key_value_heads": 1, "head_dim": 16, "partial_rotary_factor": 0.25, "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16, "linear_num_key_heads": 1, "linear_num_value_heads": 2,
+    "num_experts": 3, "num_experts_per_tok": 2, "moe_intermediate_size": 8,
+    "shared_expert_intermediate_size": 8}})", "t").value();
+  if (name == "qwen3_moe") {
+    j = Json{{"model_type", "qwen3_moe"}, {"vocab_size", 50}, {"hidden_size", 16}, {"intermediate_size", 24},
+             {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 8},
+             {"num_experts", 3}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 8}};
+  }
+  return ParseModelConfig(j).value();
+}
+
+TEST(WeightSpecTest, Qwen35MoeNamesAndFusedExperts) {
+  ModelConfig c = PresetLike("qwen3_5_moe");
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const WeightSpec& s : ListWeightSpecs(c)) shapes[s.name] = s.shape;
+  const std::string p = "model.language_model.layers.";
+  EXPECT_EQ(shapes["model.language_model.embed_tokens.weight"], (std::vector<int64_t>{50, 16}));
+  EXPECT_EQ(shapes["lm_head.weight"], (std::vector<int64_t>{50, 16}));
+  EXPECT_EQ(shapes[p + "0.linear_attn.in_proj_qkv.weight"], (std::vector<int64_t>{2 * 16 + 32, 16}));
+  EXPECT_EQ(shapes[p + "0.linear_attn.conv1d.weight"], (std::vector<int64_t>{64, 1, 4}));
+  EXPECT_EQ(shapes[p + "0.linear_attn.A_log"], (std::vector<int64_t>{2}));
+  EXPECT_EQ(shapes[p + "3.self_attn.q_proj.weight"], (std::vector<int64_t>{2 * 2 * 16, 16}));  // [q | gate]
+  EXPECT_EQ(shapes.count(p + "0.self_attn.q_proj.weight"), 0u);
+  EXPECT_EQ(shapes.count(p + "3.linear_attn.out_proj.weight"), 0u);
+  EXPECT_EQ(shapes[p + "1.mlp.experts.gate_up_proj"], (std::vector<int64_t>{3, 16, 16}));
+  EXPECT_EQ(shapes[p + "1.mlp.experts.down_proj"], (std::vector<int64_t>{3, 16, 8}));
+  EXPECT_EQ(shapes[p + "1.mlp.shared_expert_gate.weight"], (std::vector<int64_t>{1, 16}));
+  EXPECT_EQ(shapes.count(p + "1.mlp.gate_proj.weight"), 0u);
+}
+
+TEST(WeightBindingTest, MoeAndHybridBindAndSkipMtpAndVision) {
+  for (const char* name : {"qwen3_moe", "qwen3_5_moe"}) {
+    ModelConfig c = PresetLike(name);
+    auto store = FullStore(c, DType::kBF16);
+    store->Allocate("mtp.fc.weight", DType::kBF16, {16, 32});
+    store->Allocate("model.visual.blocks.0.attn.qkv.weight", DType::kBF16, {8, 8});
+    auto w = BindWeights(c, *store);
+    ASSERT_TRUE(w.ok()) << w.status();
+    const LayerWeights& l1 = w->layers[1];
+    EXPECT_FALSE(l1.moe_router.empty()) << name;
+    if (c.fused_experts) {
+      EXPECT_FALSE(l1.experts_gate_up.empty());
+      EXPECT_FALSE(w->layers[0].gdn_in_proj_qkv.empty());
+      EXPECT_FALSE(w->layers[3].q_proj.empty());
+      EXPECT_TRUE(w->layers[0].q_proj.empty());
+    } else {
+      ASSERT_EQ(l1.expert_gate_proj.size(), 3u);
+      EXPECT_EQ(l1.expert_up_proj[2].data, store->Find("model.layers.1.mlp.experts.2.up_proj.weight")->data);
+      EXPECT_EQ(l1.expert_down_proj[0].shape, (std::vector<int64_t>{16, 8}));
+    }
+    // ConvertWeights reaches the new fields too.
+    auto f32 = ConvertWeights(*w, DType::kF32);
+    ASSERT_TRUE(f32.ok());
+    EXPECT_EQ(f32->layers[1].moe_router.dtype, DType::kF32);
+    if (!c.fused_experts) EXPECT_EQ(f32->layers[1].expert_down_proj[2].dtype, DType::kF32);
+    if (c.fused_experts) EXPECT_EQ(f32->layers[0].gdn_conv1d.dtype, DType::kF32);
+  }
+}
+
+TEST(WeightBindingTest, MissingExpertIsNamed) {
+  ModelConfig c = PresetLike("qwen3_moe");
+  auto store = FullStore(c, DType::kBF16);
+  TensorStore partial;
+  for (const std::string& n : store->Names()) {
+    if (n == "model.layers.1.mlp.experts.2.down_proj.weight") continue;
+    const TensorView* v = store->Find(n);
+    partial.Allocate(n, v->dtype, v->shape);
+  }
+  auto w = BindWeights(c, partial);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("model.layers.1.mlp.experts.2.down_proj.weight"), std::string::npos);
+  EXPECT_FALSE(IsSkippedAuxiliaryTensor("model.layers.0.mlp.gate.weight"));
+  EXPECT_TRUE(IsSkippedAuxiliaryTensor("mtp.layers.0.mlp.gate.weight"));
+}
 }  // namespace
 }  // namespace pagellm
