@@ -12,10 +12,14 @@ function(pagellm_library name)
   target_link_libraries(pagellm_${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
+# Every test binary gets a private TEST_TMPDIR (tests/support/test_main.cc).
+add_library(pagellm_test_main STATIC ${PROJECT_SOURCE_DIR}/tests/support/test_main.cc)
+target_link_libraries(pagellm_test_main PUBLIC GTest::gtest)
+
 function(pagellm_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} pagellm_test_main GTest::gtest)
   target_compile_definitions(${name} PRIVATE
     PAGELLM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     PAGELLM_BINARY_DIR="${PROJECT_BINARY_DIR}")
