@@ -10,10 +10,16 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 
 #include <fmt/format.h>
 
 #include "engine_test_util.h"
+
+namespace pagellm {
+// Readable parameter in test names ("...f32", not "1-byte object <00>").
+void PrintTo(DType dtype, std::ostream* os) { *os << (dtype == DType::kF32 ? "f32" : "bf16"); }
+}  // namespace pagellm
 
 namespace pagellm::testing {
 namespace {

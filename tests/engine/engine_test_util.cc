@@ -15,14 +15,28 @@
 
 namespace pagellm::testing {
 
+namespace {
+
+// The checkpoints of this process (one directory per pid, so CTest may run test
+// processes in parallel), removed at exit: ~40-80 MB each.
+struct CheckpointRoot {
+  std::string path = fmt::format("{}/engine_e2e_{}", PAGELLM_BINARY_DIR, getpid());
+  ~CheckpointRoot() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
 std::string TinyCheckpoint(DType dtype) {
   static std::mutex mu;
   static std::map<DType, std::string> dirs;
+  static CheckpointRoot root;
   std::lock_guard<std::mutex> lock(mu);
   auto it = dirs.find(dtype);
   if (it != dirs.end()) return it->second;
-  std::string dir = fmt::format("{}/engine_e2e_{}/qwen3-tiny-{}", PAGELLM_BINARY_DIR, getpid(),
-                                dtype == DType::kF32 ? "f32" : "bf16");
+  std::string dir = fmt::format("{}/qwen3-tiny-{}", root.path, dtype == DType::kF32 ? "f32" : "bf16");
   DummyCheckpointOptions opts;
   opts.preset = "qwen3-tiny";
   opts.out_dir = dir;
