@@ -4,8 +4,7 @@
 //   PAGELLM_ASSIGN_OR_RETURN(ChatTemplate t, chat::LoadChatTemplate(model_dir, flags.chat_template));
 //
 // A directory: chat_template.jinja, else tokenizer_config.json's chat_template (see
-// ChatTemplate::FromModelDir). (GGUF files carry `tokenizer.chat_template`; handled here
-// once the GGUF loader lands.)
+// ChatTemplate::FromModelDir). A .gguf file: its `tokenizer.chat_template`.
 #pragma once
 
 #include <string>

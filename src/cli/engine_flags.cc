@@ -7,6 +7,9 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_option("--load-format", c->load_format, "auto, safetensors or dummy (random weights from config.json)")
       ->capture_default_str();
   cmd->add_option("--dtype", c->dtype, "auto, bfloat16, float16 or float32")->capture_default_str();
+  cmd->add_option("--quantization,-q", c->quantization,
+                  "none, or int8 (W8A8: per-channel int8 weights, per-token int8 activations)")
+      ->capture_default_str();
   cmd->add_option("--generation-config", c->generation_config,
                   "auto (the model's generation_config.json) or vllm (ignore it)")
       ->capture_default_str();

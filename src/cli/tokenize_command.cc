@@ -16,11 +16,12 @@
 
 #include "cli/commands.h"
 #include "common/json.h"
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace pagellm::cli {
 namespace {
 
+using tokenizer::LoadTokenizer;
 using tokenizer::Tokenizer;
 
 struct TokenizeFlags {
@@ -56,7 +57,7 @@ std::string ReadStdin() {
 }
 
 Status RunTokenize(const TokenizeFlags& flags) {
-  PAGELLM_ASSIGN_OR_RETURN(auto tok, Tokenizer::FromFile(flags.model));
+  PAGELLM_ASSIGN_OR_RETURN(auto tok, LoadTokenizer(flags.model));
   if (!flags.jsonl) {
     std::printf("%s\n", IdsToJson(tok->Encode(ReadStdin(), !flags.no_special)).c_str());
     return OkStatus();
@@ -77,7 +78,7 @@ Status RunTokenize(const TokenizeFlags& flags) {
 }
 
 Status RunDetokenize(const TokenizeFlags& flags) {
-  PAGELLM_ASSIGN_OR_RETURN(auto tok, Tokenizer::FromFile(flags.model));
+  PAGELLM_ASSIGN_OR_RETURN(auto tok, LoadTokenizer(flags.model));
   if (!flags.jsonl) {
     PAGELLM_ASSIGN_OR_RETURN(Json j, ParseJson(ReadStdin(), "stdin"));
     PAGELLM_ASSIGN_OR_RETURN(std::vector<int32_t> ids, JsonToIds(j));

@@ -12,6 +12,7 @@
 #include "engine/sampling_validation.h"
 #include "engine/stop_checker.h"
 #include "runner/rng.h"
+#include "model/weight_binding.h"
 #include "tokenizer/load_tokenizer.h"
 #include "tokenizer/incremental_detokenizer.h"
 
@@ -56,7 +57,9 @@ Status EngineCore::Init() {
   }
   PAGELLM_ASSIGN_OR_RETURN(backend_, BackendRegistry::Get("cpu"));
   int32_t max_tokens = std::max(config_.max_num_batched_tokens, 1);
-  PAGELLM_ASSIGN_OR_RETURN(model_, QwenModel::Create(mc, loaded_.weights, *backend_, max_tokens));
+  LinearOptions linear_options;
+  PAGELLM_ASSIGN_OR_RETURN(linear_options.quantization, LinearQuantizationFromName(config_.quantization));
+  PAGELLM_ASSIGN_OR_RETURN(model_, QwenModel::Create(mc, loaded_.weights, *backend_, max_tokens, linear_options));
   PAGELLM_RETURN_IF_ERROR(InitScheduler());
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_cache_, config_.block_size);
   SamplerConfig sc;
@@ -76,16 +79,8 @@ Status EngineCore::InitScheduler() {
     return InvalidArgumentError(fmt::format("--block-size must be in [1, 1024], got {}", config_.block_size));
   }
   KvCacheSpec one_block = model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype);
-  int64_t weight_bytes = 0;
-  for (const auto& t : {loaded_.weights.embed_tokens, loaded_.weights.norm}) weight_bytes += t.nbytes();
-  if (!mc.tie_word_embeddings) weight_bytes += loaded_.weights.lm_head.nbytes();
-  for (const LayerWeights& l : loaded_.weights.layers) {
-    for (const TensorView* t : {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias,
-                                &l.v_bias, &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm,
-                                &l.post_attention_layernorm, &l.gate_proj, &l.up_proj, &l.down_proj}) {
-      if (!t->empty()) weight_bytes += t->nbytes();
-    }
-  }
+  // Bytes of the weights as loaded (packed copies a backend makes are not counted).
+  int64_t weight_bytes = static_cast<int64_t>(WeightBytes(loaded_.weights));
   MemoryPlanInputs in;
   in.weight_bytes = weight_bytes;
   in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *

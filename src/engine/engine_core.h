@@ -88,6 +88,7 @@ class EngineCore {
   void FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta);
   void EmitAbort(const std::string& id);
   void RecordStepStats(const SchedulerOutput& out);
+  void RefreshGauges();  // running/waiting, KV usage, prefix-cache counters
   double Now() const;
 
   EngineConfig config_;

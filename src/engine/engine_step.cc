@@ -51,6 +51,7 @@ Status EngineCore::Step() {
     (*st.callback)(std::move(delta));
     if (done) samples_.erase(it);
   }
+  RefreshGauges();  // so readers see the state after this step, not before it
   for (auto it = children_.begin(); it != children_.end();) {
     bool alive = std::any_of(it->second.begin(), it->second.end(), [&](const std::string& c) { return samples_.count(c) > 0; });
     it = alive ? std::next(it) : children_.erase(it);
@@ -145,6 +146,10 @@ void EngineCore::RecordStepStats(const SchedulerOutput& out) {
   ++stats_.num_steps;
   stats_.last_step_tokens = out.total_num_new_tokens;
   stats_.num_preemptions_total += static_cast<int64_t>(out.preempted_ids.size());
+  RefreshGauges();
+}
+
+void EngineCore::RefreshGauges() {
   stats_.num_running = scheduler_->num_running();
   stats_.num_waiting = scheduler_->num_waiting();
   stats_.kv_cache_usage = scheduler_->kv_cache().usage();

@@ -2,9 +2,8 @@
 //
 //   PAGELLM_ASSIGN_OR_RETURN(auto tok, tokenizer::LoadTokenizer("/models/qwen3"));
 //
-// Accepts a directory holding tokenizer.json or a tokenizer.json path. (GGUF files,
-// whose tokenizer is embedded in their metadata, are handled here too once the GGUF
-// loader lands.)
+// Accepts a directory holding tokenizer.json, a tokenizer.json path, or a .gguf file
+// (its tokenizer.ggml.* metadata).
 #pragma once
 
 #include <memory>

@@ -43,7 +43,8 @@ StatusOr<std::vector<float>> NormWeight(const TensorView& t, int64_t dim, const 
 }  // namespace
 
 StatusOr<std::unique_ptr<QwenModel>> QwenModel::Create(const ModelConfig& config, const ModelWeights& weights,
-                                                       Backend& backend, int32_t max_num_tokens) {
+                                                       Backend& backend, int32_t max_num_tokens,
+                                                       const LinearOptions& linear_options) {
   const ModelConfig& c = config;
   if (c.is_hybrid()) {
     return InvalidArgumentError(fmt::format("QwenModel: {} is a hybrid model; use HybridModel", c.model_type));
@@ -61,7 +62,7 @@ StatusOr<std::unique_ptr<QwenModel>> QwenModel::Create(const ModelConfig& config
     return InvalidArgumentError(fmt::format("QwenModel: {} layer weight sets for {} layers", weights.layers.size(),
                                             c.num_hidden_layers));
   }
-  std::unique_ptr<QwenModel> model(new QwenModel(config, backend, max_num_tokens));
+  std::unique_ptr<QwenModel> model(new QwenModel(config, backend, max_num_tokens, linear_options));
   PAGELLM_ASSIGN_OR_RETURN(model->rope_, BuildRopeTable(MakeRopeParams(c)));
   PAGELLM_RETURN_IF_ERROR(model->PrepareWeights(weights));
   PAGELLM_RETURN_IF_ERROR(model->AllocateWorkspace());
@@ -77,7 +78,7 @@ Status QwenModel::PrepareWeights(const ModelWeights& w) {
                     const std::string& name) -> StatusOr<std::unique_ptr<LinearWeight>> {
     PAGELLM_RETURN_IF_ERROR(CheckShape(wt, shape, name));
     if (want_bias) PAGELLM_RETURN_IF_ERROR(CheckShape(bias, {shape[0]}, name + ".bias"));
-    return backend_.PrepareLinear(wt, want_bias ? bias : TensorView{});
+    return backend_.PrepareLinear(wt, want_bias ? bias : TensorView{}, linear_options_);
   };
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(i)];

@@ -35,8 +35,11 @@ class QwenModel {
  public:
   // Validates every weight shape against `config` and prepares linear weights on
   // `backend` (which must outlive the model, as must `weights`' storage).
+  // `linear_options` applies to every linear layer (e.g. W8A8 with --quantization int8;
+  // weights already block-quantized, like GGUF Q8_0, ignore it).
   static StatusOr<std::unique_ptr<QwenModel>> Create(const ModelConfig& config, const ModelWeights& weights,
-                                                     Backend& backend, int32_t max_num_tokens);
+                                                     Backend& backend, int32_t max_num_tokens,
+                                                     const LinearOptions& linear_options = {});
 
   // logits: [input.logits_indices.size(), vocab_size], row i for token row
   // logits_indices[i]. Fails with InvalidArgument on inconsistent input (sizes,
@@ -70,8 +73,8 @@ class QwenModel {
     float* up;      // [T, I]
   };
 
-  QwenModel(const ModelConfig& config, Backend& backend, int32_t max_num_tokens)
-      : config_(config), backend_(backend), max_num_tokens_(max_num_tokens) {}
+  QwenModel(const ModelConfig& config, Backend& backend, int32_t max_num_tokens, const LinearOptions& linear_options)
+      : config_(config), backend_(backend), max_num_tokens_(max_num_tokens), linear_options_(linear_options) {}
   Status PrepareWeights(const ModelWeights& weights);
   Status AllocateWorkspace();
   Status ValidateInput(const ForwardInput& input, const PagedKvCache& kv) const;
@@ -81,6 +84,7 @@ class QwenModel {
   ModelConfig config_;
   Backend& backend_;
   int32_t max_num_tokens_;
+  LinearOptions linear_options_;
   TensorView embed_tokens_;  // [V, H]
   std::vector<Layer> layers_;
   std::vector<float> final_norm_;  // [H]
