@@ -14,6 +14,8 @@
 // (full ones stay in the prefix cache, so resuming is often cheap), its
 // num_computed_tokens goes to 0, its output tokens are kept. A waiting request never
 // preempts anyone: admission simply stops when memory is short.
+// Hybrid models: a running request also holds one recurrent-state slot. Admission needs
+// a free slot AND the blocks (one decision); preemption gives both back.
 #pragma once
 
 #include <cstdint>
@@ -21,13 +23,16 @@
 
 #include "kv/kv_cache_manager.h"
 #include "sched/request.h"
+#include "sched/state_slot_pool.h"
 
 namespace pagellm {
 
 class CapacityScheduler {
  public:
-  // `kv` is borrowed and must outlive this object.
-  explicit CapacityScheduler(KvCacheManager* kv) : kv_(kv) {}
+  // `kv` (and `state_slots`, if given) are borrowed and must outlive this object.
+  // Without `state_slots` (or with a disabled pool) requests hold no state slot.
+  explicit CapacityScheduler(KvCacheManager* kv, StateSlotPool* state_slots = nullptr)
+      : kv_(kv), state_slots_(state_slots) {}
 
   // Reserves slots for `num_new_tokens` more tokens of `req`, an element of `running`
   // (admission order). While that fails, pops the back of `running`, preempts it and
@@ -35,13 +40,17 @@ class CapacityScheduler {
   // Precondition: every element after `req` in `running` is unscheduled in this step.
   bool ReserveOrPreempt(Request& req, int32_t num_new_tokens, std::vector<Request*>* running,
                         std::vector<Request*>* preempted);
-  // Reserves slots for a waiting request that keeps the prefix `hits`; never preempts.
-  bool TryAdmit(const Request& req, int32_t num_new_tokens, const ComputedBlocks& hits);
-  // Frees the request's blocks and resets it for recompute (status kPreempted).
+  // Reserves slots for a waiting request that keeps the prefix `hits` (and a state slot,
+  // stored in the request, for hybrid models); never preempts.
+  bool TryAdmit(Request& req, int32_t num_new_tokens, const ComputedBlocks& hits);
+  // Frees the request's blocks and state slot and resets it for recompute (kPreempted).
   void Preempt(Request& req);
+  // Returns the request's state slot, if it holds one (finish, abort, preemption).
+  void ReleaseStateSlot(Request& req);
 
  private:
   KvCacheManager* kv_;
+  StateSlotPool* state_slots_;
 };
 
 }  // namespace pagellm

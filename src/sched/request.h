@@ -69,6 +69,8 @@ class Request {
   // Prompt tokens found in the prefix cache at first admission (-1: not admitted yet).
   int32_t num_cached_tokens() const { return num_cached_tokens_; }
   int32_t num_preemptions() const { return num_preemptions_; }
+  // Recurrent-state slot held while running (hybrid models), -1 otherwise.
+  int32_t state_slot() const { return state_slot_; }
 
   // The view the KV cache manager works on.
   KvSequence kv_sequence() const {
@@ -79,6 +81,7 @@ class Request {
   void set_status(RequestStatus status) { status_ = status; }
   void set_num_computed_tokens(int32_t num_computed_tokens);
   void set_num_cached_tokens(int32_t num_cached_tokens) { num_cached_tokens_ = num_cached_tokens; }
+  void set_state_slot(int32_t state_slot) { state_slot_ = state_slot; }
   void AppendOutputToken(int32_t token_id);
   // Recompute preemption: KV is gone, output tokens are kept so the request resumes by
   // recomputing prompt + output.
@@ -96,6 +99,7 @@ class Request {
   int32_t num_computed_tokens_ = 0;
   int32_t num_cached_tokens_ = -1;
   int32_t num_preemptions_ = 0;
+  int32_t state_slot_ = -1;
 };
 
 // Token-level stop rules the scheduler applies after each sampled token (vLLM's

@@ -12,6 +12,9 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& co
         fmt::format("max_model_len must be >= 1, got {}", config.max_model_len));
   }
   PAGELLM_RETURN_IF_ERROR(config.batch.Validate(config.max_model_len));
+  if (config.num_state_slots < 0) {
+    return InvalidArgumentError(fmt::format("num_state_slots must be >= 0, got {}", config.num_state_slots));
+  }
   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<KvCacheManager> kv,
                            KvCacheManager::Create(config.kv_cache));
   const int64_t kv_capacity_tokens =
@@ -27,7 +30,8 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& co
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCacheManager> kv)
-    : config_(config), kv_(std::move(kv)), capacity_(kv_.get()) {}
+    : config_(config), kv_(std::move(kv)), state_slots_(config.num_state_slots),
+      capacity_(kv_.get(), &state_slots_) {}
 
 Status Scheduler::AddRequest(std::unique_ptr<Request> request) {
   PAGELLM_CHECK(request != nullptr && request->status() == RequestStatus::kWaiting);
@@ -148,6 +152,7 @@ void Scheduler::AddScheduled(const Request& req, int32_t num_new_tokens, bool is
   s.block_ids.assign(block_ids.begin(), block_ids.end());
   s.samples = s.num_computed_tokens + num_new_tokens == req.num_tokens();
   s.is_new = is_new;
+  s.state_slot = req.state_slot();
 }
 
 std::vector<FinishedRequest> Scheduler::UpdateFromOutput(
@@ -182,6 +187,7 @@ std::vector<FinishedRequest> Scheduler::UpdateFromOutput(
 
 void Scheduler::Finish(Request* req, RequestStatus status, std::vector<FinishedRequest>* finished) {
   kv_->Free(req->request_id());
+  capacity_.ReleaseStateSlot(*req);
   std::erase(running_, req);
   req->set_status(status);
   const std::string request_id = req->request_id();  // copy: erase destroys *req

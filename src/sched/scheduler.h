@@ -36,6 +36,7 @@
 #include "sched/capacity_scheduler.h"
 #include "sched/request.h"
 #include "sched/scheduler_output.h"
+#include "sched/state_slot_pool.h"
 #include "sched/token_budget.h"
 
 namespace pagellm {
@@ -44,6 +45,9 @@ struct SchedulerConfig {
   BatchLimits batch;             // per-step token and sequence limits
   KvCacheConfig kv_cache;        // blocks, block size, prefix caching
   int32_t max_model_len = 4096;  // longest prompt + output, tokens
+  // Recurrent-state slots of a hybrid model (usually max_num_seqs); 0: the model keeps
+  // no per-sequence state. A running request holds one.
+  int32_t num_state_slots = 0;
 };
 
 struct FinishedRequest {
@@ -79,6 +83,7 @@ class Scheduler {
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   const Request* FindRequest(const std::string& request_id) const;
   const KvCacheManager& kv_cache() const { return *kv_; }
+  const StateSlotPool& state_slots() const { return state_slots_; }
   const SchedulerConfig& config() const { return config_; }
   std::span<Request* const> running() const { return running_; }
 
@@ -95,6 +100,7 @@ class Scheduler {
 
   SchedulerConfig config_;
   std::unique_ptr<KvCacheManager> kv_;
+  StateSlotPool state_slots_;
   CapacityScheduler capacity_;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;  // owner
   std::deque<Request*> waiting_;                 // FCFS; preempted ones pushed to the front

@@ -36,6 +36,9 @@ struct ScheduledRequest {
   // True on the first step after admission or after resuming from preemption (the
   // runner must drop any per-request state it kept, e.g. penalties' token counts).
   bool is_new = false;
+  // Hybrid models: the recurrent-state slot the request holds (the model resets it when
+  // num_computed_tokens == 0 and continues it otherwise); -1 for attention-only models.
+  int32_t state_slot = -1;
 };
 
 struct SchedulerOutput {
