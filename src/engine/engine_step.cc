@@ -10,6 +10,19 @@
 #include "engine/sample_state.h"
 
 namespace pagellm {
+namespace {
+
+// Identity, counts and timings every delta of a sample carries.
+void StampDelta(const SampleState& st, RequestOutput* delta) {
+  delta->request_id = st.parent_id;
+  delta->index = st.index;
+  delta->num_prompt_tokens = st.num_prompt_tokens;
+  delta->num_cached_tokens = st.num_cached_tokens;
+  delta->num_output_tokens = st.num_output_tokens;
+  delta->times = st.times;
+}
+
+}  // namespace
 
 Status EngineCore::Step() {
   SchedulerOutput out = scheduler_->Schedule();
@@ -41,12 +54,7 @@ Status EngineCore::Step() {
     auto it = samples_.find(id);
     if (it == samples_.end()) continue;
     SampleState& st = *it->second;
-    delta.request_id = st.parent_id;
-    delta.index = st.index;
-    delta.num_prompt_tokens = st.num_prompt_tokens;
-    delta.num_cached_tokens = st.num_cached_tokens;
-    delta.num_output_tokens = st.num_output_tokens;
-    delta.times = st.times;
+    StampDelta(st, &delta);
     bool done = delta.finished;
     (*st.callback)(std::move(delta));
     if (done) samples_.erase(it);
@@ -132,12 +140,7 @@ void EngineCore::EmitAbort(const std::string& id) {
   RequestOutput delta;
   FinishSample(id, "abort", &delta);
   SampleState& st = *it->second;
-  delta.request_id = st.parent_id;
-  delta.index = st.index;
-  delta.num_prompt_tokens = st.num_prompt_tokens;
-  delta.num_cached_tokens = st.num_cached_tokens;
-  delta.num_output_tokens = st.num_output_tokens;
-  delta.times = st.times;
+  StampDelta(st, &delta);
   (*st.callback)(std::move(delta));
   samples_.erase(it);
 }

@@ -5,29 +5,10 @@
 #include <thread>
 #include <vector>
 
-#include "tensor/half.h"
+#include "tensor/element_access.h"
 
 namespace pagellm {
 namespace {
-
-float LoadAsFloat(const void* data, DType dtype, int64_t i) {
-  switch (dtype) {
-    case DType::kF32: return static_cast<const float*>(data)[i];
-    case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(data)[i]);
-    case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(data)[i]);
-    default: PAGELLM_CHECK(false && "unsupported dtype");
-  }
-  return 0.0f;
-}
-
-void StoreFloat(void* data, DType dtype, int64_t i, float value) {
-  switch (dtype) {
-    case DType::kF32: static_cast<float*>(data)[i] = value; return;
-    case DType::kBF16: static_cast<uint16_t*>(data)[i] = F32ToBf16(value); return;
-    case DType::kF16: static_cast<uint16_t*>(data)[i] = F32ToF16(value); return;
-    default: PAGELLM_CHECK(false && "unsupported dtype");
-  }
-}
 
 }  // namespace
 
@@ -58,10 +39,10 @@ void ConvertTensor(const TensorView& src, const TensorView& dst) {
     return;
   }
   ParallelFor(src.numel(), 1 << 16, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) StoreFloat(dst.data, dst.dtype, i, LoadAsFloat(src.data, src.dtype, i));
+    for (int64_t i = begin; i < end; ++i) StoreElementFromF32(dst.data, dst.dtype, i, LoadElementAsF32(src.data, src.dtype, i));
   });
 }
 
-float ReadElementAsFloat(const TensorView& view, int64_t i) { return LoadAsFloat(view.data, view.dtype, i); }
+float ReadElementAsFloat(const TensorView& view, int64_t i) { return LoadElementAsF32(view.data, view.dtype, i); }
 
 }  // namespace pagellm

@@ -11,25 +11,6 @@
 
 namespace pagellm {
 
-float LoadElementAsF32(const void* data, DType dtype, int64_t i) {
-  switch (dtype) {
-    case DType::kF32: return static_cast<const float*>(data)[i];
-    case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(data)[i]);
-    case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(data)[i]);
-    default: PAGELLM_CHECK(false && "unsupported dtype");
-  }
-  return 0.0f;
-}
-
-void StoreElementFromF32(void* data, DType dtype, int64_t i, float value) {
-  switch (dtype) {
-    case DType::kF32: static_cast<float*>(data)[i] = value; return;
-    case DType::kBF16: static_cast<uint16_t*>(data)[i] = F32ToBf16(value); return;
-    case DType::kF16: static_cast<uint16_t*>(data)[i] = F32ToF16(value); return;
-    default: PAGELLM_CHECK(false && "unsupported dtype");
-  }
-}
-
 Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias) {
   auto is_float = [](DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; };
   if (weight.empty() || weight.rank() != 2) {

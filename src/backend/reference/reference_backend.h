@@ -9,13 +9,9 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "tensor/element_access.h"  // LoadElementAsF32 / StoreElementFromF32
 
 namespace pagellm {
-
-// Reads element i of a bf16/f16/f32 array as float.
-float LoadElementAsF32(const void* data, DType dtype, int64_t i);
-// Writes value to element i of a bf16/f16/f32 array (round-to-nearest-even).
-void StoreElementFromF32(void* data, DType dtype, int64_t i, float value);
 
 class ReferenceBackend final : public Backend {
  public:
