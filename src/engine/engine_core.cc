@@ -8,6 +8,7 @@
 
 #include "backend/backend_registry.h"
 #include "common/logging.h"
+#include "engine/causal_lm.h"
 #include "engine/sample_state.h"
 #include "engine/sampling_validation.h"
 #include "engine/stop_checker.h"
@@ -59,7 +60,7 @@ Status EngineCore::Init() {
   int32_t max_tokens = std::max(config_.max_num_batched_tokens, 1);
   LinearOptions linear_options;
   PAGELLM_ASSIGN_OR_RETURN(linear_options.quantization, LinearQuantizationFromName(config_.quantization));
-  PAGELLM_ASSIGN_OR_RETURN(model_, QwenModel::Create(mc, loaded_.weights, *backend_, max_tokens, linear_options));
+  PAGELLM_ASSIGN_OR_RETURN(model_, CreateCausalLm(mc, loaded_.weights, *backend_, max_tokens, linear_options));
   PAGELLM_RETURN_IF_ERROR(InitScheduler());
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_cache_, config_.block_size);
   SamplerConfig sc;
@@ -91,8 +92,12 @@ Status EngineCore::InitScheduler() {
   in.kv_cache_memory_bytes = config_.kv_cache_memory_bytes;
   in.memory_utilization = config_.gpu_memory_utilization;
   in.device_memory_bytes = CpuMemoryBytes();
+  // Hybrid models: one GDN state slot per concurrent sequence, planned with the KV blocks.
+  in.state_bytes_per_slot = model_->state_bytes_per_slot();
+  in.num_state_slots = in.state_bytes_per_slot > 0 ? config_.max_num_seqs : 0;
   PAGELLM_ASSIGN_OR_RETURN(plan_, PlanMemory(in));
   PLOG_INFO("{}", plan_.Summary());
+  if (plan_.num_state_slots > 0) PAGELLM_RETURN_IF_ERROR(model_->AllocateStateSlots(plan_.num_state_slots));
   // The block pool reserves block 0 as its null block: allocate one more.
   PAGELLM_ASSIGN_OR_RETURN(kv_cache_, PagedKvCache::Create(model_->MakeKvCacheSpec(plan_.num_blocks + 1,
                                                                                    config_.block_size, kv_dtype)));
@@ -107,6 +112,13 @@ Status EngineCore::InitScheduler() {
   sc.kv_cache.num_blocks = plan_.num_blocks + 1;
   sc.kv_cache.block_size = config_.block_size;
   sc.kv_cache.enable_prefix_caching = config_.enable_prefix_caching;
+  if (config_.enable_prefix_caching && plan_.num_state_slots > 0) {
+    // A prefix hit would skip the tokens whose GDN state the slot must accumulate.
+    PLOG_INFO("prefix caching is disabled for the hybrid model type {} (GDN state snapshots not implemented yet)",
+              mc.model_type);
+    sc.kv_cache.enable_prefix_caching = false;
+  }
+  sc.num_state_slots = plan_.num_state_slots;
   sc.max_model_len = max_model_len_;
   PAGELLM_ASSIGN_OR_RETURN(scheduler_, Scheduler::Create(sc));
   return OkStatus();

@@ -26,7 +26,6 @@
 #include "engine/engine_stats.h"
 #include "engine/memory_plan.h"
 #include "engine/request_output.h"
-#include "model/arch/qwen_model.h"
 #include "model/model_loader.h"
 #include "runner/model_runner.h"
 #include "runner/sampler.h"
@@ -95,7 +94,7 @@ class EngineCore {
   LoadedModel loaded_;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   Backend* backend_ = nullptr;
-  std::unique_ptr<QwenModel> model_;
+  std::unique_ptr<CausalLm> model_;  // QwenModel or HybridModel (engine/causal_lm.h)
   std::unique_ptr<PagedKvCache> kv_cache_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Sampler> sampler_;

@@ -46,7 +46,10 @@ std::string MemoryPlan::Summary() const {
       "memory plan: weights {:.2f} GiB, workspace {:.2f} GiB, KV cache {:.2f} GiB = {} blocks x {} "
       "tokens = {} tokens; Maximum concurrency for {} tokens per request: {:.2f}x",
       weight_bytes / kGiB, workspace_bytes / kGiB, kv_cache_bytes / kGiB, num_blocks, block_size,
-      num_kv_tokens(), max_model_len, max_concurrency());
+      num_kv_tokens(), max_model_len, max_concurrency()) +
+         (num_state_slots > 0 ? fmt::format("; state slots: {} x {:.2f} MiB = {:.2f} GiB", num_state_slots,
+                                            state_bytes_per_slot / (1024.0 * 1024.0), state_cache_bytes() / kGiB)
+                              : std::string());
 }
 
 StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& in) {
@@ -70,6 +73,19 @@ StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& in) {
     source = fmt::format("--gpu-memory-utilization {} of {:.2f} GiB minus {:.2f} GiB of weights and workspace",
                          in.memory_utilization, in.device_memory_bytes / kGiB,
                          (in.weight_bytes + in.workspace_bytes) / kGiB);
+  }
+  plan.state_bytes_per_slot = in.state_bytes_per_slot;
+  plan.num_state_slots = in.num_state_slots;
+  if (plan.state_cache_bytes() > 0) {
+    if (plan.state_cache_bytes() >= budget) {
+      return ResourceExhaustedError(fmt::format(
+          "the hybrid state slots ({} x {:.2f} MiB = {:.3f} GiB for --max-num-seqs {}) do not fit in the KV cache "
+          "budget ({:.3f} GiB from {}). Lower --max-num-seqs or raise --kv-cache-memory (or "
+          "--gpu-memory-utilization).",
+          in.num_state_slots, in.state_bytes_per_slot / (1024.0 * 1024.0), plan.state_cache_bytes() / kGiB,
+          in.num_state_slots, std::max<int64_t>(budget, 0) / kGiB, source));
+    }
+    budget -= plan.state_cache_bytes();
   }
   int64_t blocks = std::max<int64_t>(budget, 0) / in.kv_bytes_per_block;
   blocks = std::min<int64_t>(blocks, 1 << 30);

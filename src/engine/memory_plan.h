@@ -10,6 +10,9 @@
 // cgroup limit or MemTotal, whichever is smaller) minus weights and workspace.
 // Refuses, with the numbers and what to change, when one request of max_model_len
 // tokens cannot fit.
+// Hybrid models (Qwen3.5 / Qwen3-Next) also keep per-sequence recurrent state: one
+// slot per concurrent sequence (max_num_seqs), planned up front out of the same
+// budget before the KV blocks (which then cover the full-attention layers only).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,8 @@ struct MemoryPlanInputs {
   int64_t kv_cache_memory_bytes = 0;  // 0 => use the fraction
   double memory_utilization = 0.9;
   int64_t device_memory_bytes = 0;    // total memory the fraction applies to
+  int64_t state_bytes_per_slot = 0;   // hybrid models: GDN conv + recurrent state of one sequence
+  int32_t num_state_slots = 0;        // hybrid models: max_num_seqs; 0 otherwise
 };
 
 struct MemoryPlan {
@@ -37,7 +42,10 @@ struct MemoryPlan {
   int32_t num_blocks = 0;  // usable blocks (the block pool adds its null block)
   int32_t block_size = 16;
   int32_t max_model_len = 0;
+  int64_t state_bytes_per_slot = 0;
+  int32_t num_state_slots = 0;
 
+  int64_t state_cache_bytes() const { return state_bytes_per_slot * num_state_slots; }
   int64_t num_kv_tokens() const { return static_cast<int64_t>(num_blocks) * block_size; }
   // How many max_model_len requests fit at once (vLLM's "Maximum concurrency").
   double max_concurrency() const;

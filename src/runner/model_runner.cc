@@ -4,8 +4,9 @@
 
 namespace pagellm {
 
-ModelRunner::ModelRunner(QwenModel& model, PagedKvCache& kv_cache, int32_t block_size)
-    : model_(model), kv_cache_(kv_cache), block_size_(block_size) {
+ModelRunner::ModelRunner(CausalLm& model, PagedKvCache& kv_cache, int32_t block_size)
+    : model_(model), uses_state_slots_(model.state_bytes_per_slot() > 0), kv_cache_(kv_cache),
+      block_size_(block_size) {
   logits_.vocab_size = static_cast<int32_t>(model.config().vocab_size);
 }
 
@@ -15,6 +16,7 @@ void ModelRunner::BuildInput(const SchedulerOutput& out, bool all_positions) {
   slot_mapping_.clear();
   query_start_loc_.assign(1, 0);
   seq_lens_.clear();
+  state_slots_.clear();
   logits_indices_.clear();
   logits_.scheduled_index.clear();
   logits_.positions.clear();
@@ -41,6 +43,10 @@ void ModelRunner::BuildInput(const SchedulerOutput& out, bool all_positions) {
       }
     }
     query_start_loc_.push_back(static_cast<int32_t>(token_ids_.size()));
+    if (uses_state_slots_) {
+      PAGELLM_CHECK(s.state_slot >= 0);  // the scheduler gives every running request one
+      state_slots_.push_back(s.state_slot);
+    }
     seq_lens_.push_back(s.num_computed_tokens + s.num_new_tokens);
     std::copy(s.block_ids.begin(), s.block_ids.end(),
               block_tables_.begin() + static_cast<ptrdiff_t>(i) * max_blocks_per_seq_);
@@ -58,6 +64,7 @@ StatusOr<const StepLogits*> ModelRunner::Execute(const SchedulerOutput& out, boo
   input.block_tables = block_tables_;
   input.max_blocks_per_seq = max_blocks_per_seq_;
   input.logits_indices = logits_indices_;
+  input.state_slots = state_slots_;
   logits_.data.resize(logits_indices_.size() * static_cast<size_t>(logits_.vocab_size));
   if (!token_ids_.empty()) {
     PAGELLM_RETURN_IF_ERROR(model_.Forward(input, kv_cache_, logits_.data.data()));

@@ -1,6 +1,10 @@
 // ModelRunner: turns a SchedulerOutput into the model's flat ForwardInput, runs the
-// forward pass, and hands back the logits rows the sampler needs.
+// forward pass, and hands back the logits rows the sampler needs. CausalLm is the model
+// as the runner sees it: QwenModel (dense / MoE) and HybridModel (Qwen3.5 / Qwen3-Next)
+// behind one interface (engine/causal_lm.h builds the right one from the config). It
+// lives here, not in model/, because the runner is its only caller.
 //
+//   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<CausalLm> model, CreateCausalLm(...));
 //   ModelRunner runner(*model, *kv_cache, /*block_size=*/16);
 //   PAGELLM_ASSIGN_OR_RETURN(const StepLogits* logits, runner.Execute(sched_out));
 //   // logits->rows(r) belongs to sched_out.scheduled[logits->scheduled_index[r]]
@@ -15,11 +19,29 @@
 
 #include "backend/paged_kv_cache.h"
 #include "common/status.h"
-#include "model/arch/qwen_model.h"
+#include "model/config.h"
 #include "model/forward_input.h"
 #include "sched/scheduler_output.h"
 
 namespace pagellm {
+
+class CausalLm {
+ public:
+  virtual ~CausalLm() = default;
+  virtual const ModelConfig& config() const = 0;
+  // Paged KV layout of the layers that attend (every layer, or a hybrid model's
+  // full-attention layers only).
+  virtual KvCacheSpec MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const = 0;
+  // Bytes of recurrent state one sequence holds; 0 for attention-only models, which
+  // then use no state slots.
+  virtual int64_t state_bytes_per_slot() const = 0;
+  // Allocates `num_slots` state slots, once, before the first Forward (no-op when
+  // state_bytes_per_slot() == 0). ResourceExhausted if the memory is not there.
+  virtual Status AllocateStateSlots(int64_t num_slots) = 0;
+  // logits: [input.logits_indices.size(), vocab_size]. Stateful models need
+  // input.state_slots ([num_seqs]); a slot is reset when its sequence starts at 0.
+  virtual Status Forward(const ForwardInput& input, PagedKvCache& kv, float* logits) = 0;
+};
 
 struct StepLogits {
   int32_t vocab_size = 0;
@@ -32,7 +54,8 @@ struct StepLogits {
 
 class ModelRunner {
  public:
-  ModelRunner(QwenModel& model, PagedKvCache& kv_cache, int32_t block_size);
+  // `model` and `kv_cache` are borrowed and must outlive the runner.
+  ModelRunner(CausalLm& model, PagedKvCache& kv_cache, int32_t block_size);
 
   // Runs one step. With `all_positions`, returns a logits row for every computed token
   // (prompt scoring); otherwise one row per scheduled request that samples.
@@ -41,11 +64,13 @@ class ModelRunner {
  private:
   void BuildInput(const SchedulerOutput& out, bool all_positions);
 
-  QwenModel& model_;
+  CausalLm& model_;
+  bool uses_state_slots_;
   PagedKvCache& kv_cache_;
   int32_t block_size_;
   // Reused host arrays behind ForwardInput's spans.
   std::vector<int32_t> token_ids_, positions_, query_start_loc_, seq_lens_, block_tables_, logits_indices_;
+  std::vector<int32_t> state_slots_;  // [num_seqs], hybrid models only
   std::vector<int64_t> slot_mapping_;
   int32_t max_blocks_per_seq_ = 0;
   StepLogits logits_;

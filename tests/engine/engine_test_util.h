@@ -22,6 +22,8 @@ namespace pagellm::testing {
 // Writes (once per dtype) a qwen3-tiny dummy checkpoint with the real Qwen3 tokenizer
 // under the test binary's temp directory and returns its path.
 std::string TinyCheckpoint(DType dtype);
+// The same for another dummy preset (e.g. "qwen3.5-tiny", "qwen3-next-tiny").
+std::string TinyCheckpoint(const std::string& preset, DType dtype);
 
 // Weights and KV cache in `dtype`; 64 MiB of KV, max_model_len 2048, greedy-friendly.
 EngineConfig TinyConfig(const std::string& model_dir, DType dtype);

@@ -1,0 +1,31 @@
+// CreateCausalLm: the model behind the engine, picked from the config: QwenModel for
+// dense and MoE Qwen2/Qwen3 checkpoints, HybridModel (with its own HybridStateCache of
+// per-sequence GDN state slots) for Qwen3.5 / Qwen3-Next.
+//
+//   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<CausalLm> model,
+//                            CreateCausalLm(config, weights, *backend, /*max_num_tokens=*/2048, {}));
+//   PAGELLM_RETURN_IF_ERROR(model->AllocateStateSlots(/*num_slots=*/max_num_seqs));
+//
+// Adapters rather than a base class inside model/: the model classes stay free of
+// engine concerns, and the runner sees one interface (runner/model_runner.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+#include "common/status.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "runner/model_runner.h"
+
+namespace pagellm {
+
+// `backend` and `weights`' storage must outlive the model. `linear_options` (e.g.
+// --quantization int8) applies to QwenModel; hybrid models reject anything but kNone
+// (InvalidArgument) until HybridModel takes LinearOptions.
+StatusOr<std::unique_ptr<CausalLm>> CreateCausalLm(const ModelConfig& config, const ModelWeights& weights,
+                                                   Backend& backend, int32_t max_num_tokens,
+                                                   const LinearOptions& linear_options);
+
+}  // namespace pagellm
