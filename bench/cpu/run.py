@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""CPU benchmark: pagellm vs llama.cpp (node-llama-cpp) on the same dummy Qwen3-0.6B weights.
+
+  /usr/bin/python3 bench/cpu/run.py [--pagellm build/pagellm] [--quick] [--runs 3]
+        [--work /tmp/pagellm-bench] [--ctx-len 8192] [--only bf16,int8,q8_0] [--json out.json]
+
+Builds the checkpoint once (`pagellm make-dummy-model --preset qwen3-0.6b`), converts it with
+`pagellm convert --outtype f16|bf16|q8_0`, measures the machine's ceilings (bench/cpu/ceilings.c:
+DRAM read bandwidth, vdpbf16ps peak) and then, for each precision row and case, runs pagellm
+(`pagellm bench throughput`) and llama.cpp (bench/cpu/llama_cpp_bench.mjs), 2 threads each:
+  prefill  1 prompt of 512 tokens, 1 generated          -> prompt tokens/s
+  decode   1 prompt of 16 tokens, 128 generated          -> generated tokens/s
+  batch    16 prompts of 16 tokens, 64 generated each    -> generated tokens/s
+  ctx      1 prompt of --ctx-len tokens, 33 generated   -> decode tokens/s at that context,
+           timed after the first generated token (pagellm: `pagellm generate`'s timing line)
+Every figure is the median of --runs runs (1 with --quick); the load average is recorded with
+each run. Prints a table with pagellm/llama.cpp ratios and the fraction of the ceiling:
+decode/batch/ctx vs read bandwidth / bytes read per step (weights, plus KV for ctx),
+prefill vs the vdpbf16ps peak (bf16 rows). Not a test: nothing asserts a time.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+THREAD_ENV = {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"}
+
+# Precision rows: pagellm model + flags, and the llama.cpp GGUF types it is compared with.
+ROWS = {
+    "bf16": {"model": "hf", "flags": [], "llama": ["f16", "bf16"], "weight_bytes": "bf16"},
+    "int8": {"model": "hf", "flags": ["--quantization", "int8"], "llama": ["q8_0"], "weight_bytes": "int8"},
+    "q8_0": {"model": "q8_0", "flags": [], "llama": ["q8_0"], "weight_bytes": "q8_0"},
+}
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def sh(cmd, env=None):
+    full_env = dict(os.environ, **(env or {}))
+    res = subprocess.run(cmd, env=full_env, capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"command failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr[-3000:]}")
+    return res.stdout
+
+
+def prepare(args):
+    os.makedirs(args.work, exist_ok=True)
+    hf = os.path.join(args.work, "qwen3-0.6b")
+    if not os.path.exists(os.path.join(hf, "model.safetensors")):
+        sh([args.pagellm, "make-dummy-model", "--preset", "qwen3-0.6b", "--out", hf])
+    ggufs = {}
+    for t in ("f16", "bf16", "q8_0"):
+        ggufs[t] = os.path.join(args.work, f"qwen3-0.6b-{t}.gguf")
+        if not os.path.exists(ggufs[t]):
+            sh([args.pagellm, "convert", hf, "--outtype", t, "--outfile", ggufs[t]])
+    exe = os.path.join(args.work, "ceilings")
+    sh(["gcc", "-O2", "-march=native", "-fopenmp", os.path.join(HERE, "ceilings.c"), "-o", exe])
+    return hf, ggufs, exe
+
+
+def model_bytes(hf, ggufs):
+    """Bytes streamed per decode step for each row, and KV bytes per context token."""
+    with open(os.path.join(hf, "config.json")) as f:
+        c = json.load(f)
+    bf16 = os.path.getsize(os.path.join(hf, "model.safetensors"))  # tied: embed read as lm_head
+    kv_per_token = c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * c["head_dim"] * 2
+    return {"bf16": bf16, "int8": bf16 / 2, "q8_0": os.path.getsize(ggufs["q8_0"]),
+            "kv_per_token": kv_per_token, "params": bf16 / 2,
+            "embed_params": c["vocab_size"] * c["hidden_size"]}
+
+
+def pagellm_run(args, model, flags, num_prompts, input_len, output_len, seed):
+    out_json = os.path.join(args.work, "pagellm_result.json")
+    max_len = input_len + output_len + 16
+    cmd = [args.pagellm, "bench", "throughput", "--model", model, "--num-prompts", str(num_prompts),
+           "--input-len", str(input_len), "--output-len", str(output_len), "--seed", str(seed),
+           "--output-json", out_json, "--max-model-len", str(max_len),
+           "--kv-cache-memory", str(int(num_prompts * max_len * 120000 + (64 << 20)))] + flags
+    sh(cmd, THREAD_ENV)
+    with open(out_json) as f:
+        return json.load(f)["elapsed_time"]
+
+
+def pagellm_case(args, model, flags, case, seed):
+    """Returns the case's figure (tokens/s) for one run."""
+    if case == "prefill":
+        return 512 / pagellm_run(args, model, flags, 1, 512, 1, seed)
+    if case == "decode":
+        return 128 / pagellm_run(args, model, flags, 1, 16, 128, seed)
+    if case == "batch":
+        return 16 * 64 / pagellm_run(args, model, flags, 16, 16, 64, seed)
+    return pagellm_ctx_decode(args, model, flags, seed)
+
+
+def random_prompt(length, seed):
+    """Ordinary byte-level BPE ids (the Qwen special tokens start at 151643)."""
+    rng = random.Random(seed)
+    return [rng.randrange(1000, 100000) for _ in range(length)]
+
+
+def pagellm_ctx_decode(args, model, flags, seed):
+    """Decode tok/s after a --ctx-len prompt, from `pagellm generate`'s timing line (it times
+    generated tokens after the first, so the long prefill's run-to-run noise stays out)."""
+    max_len = args.ctx_len + 48
+    ids = ",".join(map(str, random_prompt(args.ctx_len, seed)))
+    cmd = [args.pagellm, "generate", "--model", model, "--prompt-ids", ids, "--max-tokens", "33",
+           "--min-tokens", "33", "--ignore-eos", "--temperature", "0", "--max-model-len", str(max_len),
+           "--kv-cache-memory", str(int(max_len * 120000 + (64 << 20))), "--output-format", "json"] + flags
+    res = subprocess.run(cmd, env=dict(os.environ, **THREAD_ENV), capture_output=True, text=True)
+    m = re.search(r"output (\d+) tokens .*decode ([0-9.]+) tokens/s", res.stderr + res.stdout)
+    if res.returncode != 0 or not m or int(m.group(1)) != 33:
+        sys.exit(f"pagellm generate failed ({res.returncode}):\n{res.stderr[-3000:]}")
+    return float(m.group(2))
+
+
+def llama_case(args, gguf, case, seed):
+    spec = {"prefill": ["--input-len", "512"], "decode": ["--input-len", "16", "--output-len", "128"],
+            "batch": ["--num-seqs", "16", "--input-len", "16", "--output-len", "64"],
+            "ctx": ["--input-len", str(args.ctx_len), "--output-len", "33"]}[case]
+    out = sh(["node", os.path.join(HERE, "llama_cpp_bench.mjs"), "--model", gguf, "--case", case,
+              "--threads", "2", "--seed", str(seed)] + spec)
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["decode_tokens_per_s"] if case == "ctx" else r["tokens_per_s"]
+
+
+def median_of(fn, runs, log, label):
+    values, loads = [], []
+    for i in range(runs):
+        loads.append(load())
+        values.append(fn(i))
+        print(f"  {label} run {i + 1}/{runs}: {values[-1]:.2f} tok/s (load {loads[-1]:.2f})", flush=True)
+    log.append({"label": label, "values": values, "loads": loads})
+    return statistics.median(values), statistics.median(loads)
+
+
+def ceiling(case, row, b, ceil, ctx_len):
+    """Upper bound in tokens/s for the case, or None when no single ceiling applies."""
+    bw = ceil["read_gbps"] * 1e9
+    weights = b[ROWS[row]["weight_bytes"]]
+    if case == "decode":
+        return bw / weights
+    if case == "batch":
+        return 16 * bw / weights
+    if case == "ctx":
+        return bw / (weights + ctx_len * b["kv_per_token"])
+    if row == "bf16" and ceil["bf16_gflops"] > 0:  # prefill: lm_head runs for one row only
+        flops_per_token = 2 * (b["params"] - b["embed_params"])
+        return ceil["bf16_gflops"] * 1e9 / flops_per_token
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pagellm", default=os.path.join(ROOT, "build", "pagellm"))
+    p.add_argument("--work", default="/tmp/pagellm-bench")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="1 run of everything")
+    p.add_argument("--ctx-len", type=int, default=8192)
+    p.add_argument("--only", default="bf16,int8,q8_0", help="precision rows to run")
+    p.add_argument("--cases", default="prefill,decode,batch,ctx")
+    p.add_argument("--json", default="", help="write every run's figures and loads here")
+    args = p.parse_args()
+    runs = 1 if args.quick else args.runs
+    hf, ggufs, ceil_exe = prepare(args)
+    b = model_bytes(hf, ggufs)
+    ceil = json.loads(sh([ceil_exe], {"OMP_NUM_THREADS": "2", "OMP_PROC_BIND": "true"}))
+    print(f"ceilings (2 threads, load {load():.2f}): {json.dumps(ceil)}", flush=True)
+    models = {"hf": hf, "q8_0": ggufs["q8_0"]}
+    table, log = [], []
+    for row in args.only.split(","):
+        r = ROWS[row]
+        for case in args.cases.split(","):
+            pg, pg_load = median_of(lambda i: pagellm_case(args, models[r["model"]], r["flags"], case, i),
+                                    runs, log, f"pagellm {row} {case}")
+            refs = {}
+            for t in r["llama"]:
+                refs[t] = median_of(lambda i: llama_case(args, ggufs[t], case, i), runs, log,
+                                    f"llama.cpp {t} {case}")[0]
+            table.append({"row": row, "case": case, "pagellm": pg, "load": pg_load, "llama": refs,
+                          "ceiling": ceiling(case, row, b, ceil, args.ctx_len)})
+    print_table(table, ceil, args.ctx_len, runs)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"ceilings": ceil, "bytes": b, "table": table, "runs": log,
+                       "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f, indent=2)
+
+
+def print_table(table, ceil, ctx_len, runs):
+    names = {"prefill": "prefill 512 (prompt tok/s)", "decode": "decode 1 seq x128 (tok/s)",
+             "batch": "16 seqs x 64 (output tok/s)", "ctx": f"decode at {ctx_len} ctx (tok/s)"}
+    print(f"\nmedians of {runs} run(s); ceilings: read {ceil['read_gbps']} GB/s, "
+          f"bf16 {ceil['bf16_gflops']} GFLOP/s, AMX {'yes' if ceil['amx'] else 'no'}")
+    print(f"{'row':5} {'case':30} {'pagellm':>9} {'load':>5}  {'llama.cpp (type: tok/s, pagellm/llama)':42} "
+          f"{'ceiling':>8} {'frac':>5}")
+    for t in table:
+        refs = ", ".join(f"{k}: {v:.2f} {t['pagellm'] / v:.2f}x" for k, v in t["llama"].items())
+        cap = t["ceiling"]
+        cap_s = f"{cap:8.1f} {t['pagellm'] / cap:5.2f}" if cap else f"{'-':>8} {'-':>5}"
+        print(f"{t['row']:5} {names[t['case']]:30} {t['pagellm']:9.2f} {t['load']:5.2f}  {refs:42} {cap_s}")
+
+
+if __name__ == "__main__":
+    main()
