@@ -27,6 +27,13 @@ struct EngineConfig {
   int64_t kv_cache_memory_bytes = 0;    // exact KV pool size; 0 => from the fraction below
   double gpu_memory_utilization = 0.9;  // fraction of device (CPU: process-available) memory
   bool enable_prefix_caching = true;
+  // Hybrid models (Qwen3.5 / Qwen3-Next) with prefix caching: snapshot the GDN state
+  // every this many blocks (prefill chunks are cut there; vLLM's
+  // --mamba-cache-block-interval idea) and keep this many snapshots (0 => max_num_seqs),
+  // evicted LRU and planned with the KV cache. Interval 0 turns prefix caching off for
+  // hybrid models.
+  int32_t hybrid_state_snapshot_interval = 4;
+  int32_t hybrid_state_snapshots = 0;
 
   // Scheduler.
   std::optional<int32_t> max_model_len;  // default: the model's max_position_embeddings

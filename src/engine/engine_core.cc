@@ -95,9 +95,18 @@ Status EngineCore::InitScheduler() {
   // Hybrid models: one GDN state slot per concurrent sequence, planned with the KV blocks.
   in.state_bytes_per_slot = model_->state_bytes_per_slot();
   in.num_state_slots = in.state_bytes_per_slot > 0 ? config_.max_num_seqs : 0;
+  if (in.num_state_slots > 0 && config_.enable_prefix_caching && config_.hybrid_state_snapshot_interval > 0) {
+    in.num_state_snapshots = config_.hybrid_state_snapshots > 0 ? config_.hybrid_state_snapshots : config_.max_num_seqs;
+    in.state_snapshot_interval_blocks = config_.hybrid_state_snapshot_interval;
+  }
+  if (config_.hybrid_state_snapshot_interval < 0 || config_.hybrid_state_snapshots < 0) {
+    return InvalidArgumentError("hybrid state snapshot interval and count must be >= 0");
+  }
   PAGELLM_ASSIGN_OR_RETURN(plan_, PlanMemory(in));
   PLOG_INFO("{}", plan_.Summary());
-  if (plan_.num_state_slots > 0) PAGELLM_RETURN_IF_ERROR(model_->AllocateStateSlots(plan_.num_state_slots));
+  if (plan_.num_state_slots > 0) {
+    PAGELLM_RETURN_IF_ERROR(model_->AllocateStateSlots(plan_.num_state_slots, plan_.num_state_snapshots));
+  }
   // The block pool reserves block 0 as its null block: allocate one more.
   PAGELLM_ASSIGN_OR_RETURN(kv_cache_, PagedKvCache::Create(model_->MakeKvCacheSpec(plan_.num_blocks + 1,
                                                                                    config_.block_size, kv_dtype)));
@@ -112,13 +121,14 @@ Status EngineCore::InitScheduler() {
   sc.kv_cache.num_blocks = plan_.num_blocks + 1;
   sc.kv_cache.block_size = config_.block_size;
   sc.kv_cache.enable_prefix_caching = config_.enable_prefix_caching;
-  if (config_.enable_prefix_caching && plan_.num_state_slots > 0) {
+  if (config_.enable_prefix_caching && plan_.num_state_slots > 0 && plan_.num_state_snapshots == 0) {
     // A prefix hit would skip the tokens whose GDN state the slot must accumulate.
-    PLOG_INFO("prefix caching is disabled for the hybrid model type {} (GDN state snapshots not implemented yet)",
-              mc.model_type);
+    PLOG_INFO("prefix caching is disabled for the hybrid model type {} (state snapshot interval 0)", mc.model_type);
     sc.kv_cache.enable_prefix_caching = false;
   }
   sc.num_state_slots = plan_.num_state_slots;
+  sc.num_state_snapshots = plan_.num_state_snapshots;
+  sc.state_snapshot_interval_blocks = plan_.state_snapshot_interval_blocks;
   sc.max_model_len = max_model_len_;
   PAGELLM_ASSIGN_OR_RETURN(scheduler_, Scheduler::Create(sc));
   return OkStatus();

@@ -47,9 +47,13 @@ std::string MemoryPlan::Summary() const {
       "tokens = {} tokens; Maximum concurrency for {} tokens per request: {:.2f}x",
       weight_bytes / kGiB, workspace_bytes / kGiB, kv_cache_bytes / kGiB, num_blocks, block_size,
       num_kv_tokens(), max_model_len, max_concurrency()) +
-         (num_state_slots > 0 ? fmt::format("; state slots: {} x {:.2f} MiB = {:.2f} GiB", num_state_slots,
-                                            state_bytes_per_slot / (1024.0 * 1024.0), state_cache_bytes() / kGiB)
-                              : std::string());
+         (num_state_slots > 0 ? fmt::format("; state slots: {} x {:.2f} MiB", num_state_slots,
+                                            state_bytes_per_slot / (1024.0 * 1024.0))
+                              : std::string()) +
+         (num_state_snapshots > 0 ? fmt::format(" + {} prefix-cache state snapshots (every {} blocks)",
+                                                num_state_snapshots, state_snapshot_interval_blocks)
+                                  : std::string()) +
+         (num_state_slots > 0 ? fmt::format(" = {:.2f} GiB", state_cache_bytes() / kGiB) : std::string());
 }
 
 StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& in) {
@@ -76,14 +80,16 @@ StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& in) {
   }
   plan.state_bytes_per_slot = in.state_bytes_per_slot;
   plan.num_state_slots = in.num_state_slots;
+  plan.num_state_snapshots = in.num_state_snapshots;
+  plan.state_snapshot_interval_blocks = in.state_snapshot_interval_blocks;
   if (plan.state_cache_bytes() > 0) {
     if (plan.state_cache_bytes() >= budget) {
       return ResourceExhaustedError(fmt::format(
-          "the hybrid state slots ({} x {:.2f} MiB = {:.3f} GiB for --max-num-seqs {}) do not fit in the KV cache "
-          "budget ({:.3f} GiB from {}). Lower --max-num-seqs or raise --kv-cache-memory (or "
-          "--gpu-memory-utilization).",
-          in.num_state_slots, in.state_bytes_per_slot / (1024.0 * 1024.0), plan.state_cache_bytes() / kGiB,
-          in.num_state_slots, std::max<int64_t>(budget, 0) / kGiB, source));
+          "the hybrid state ({} slots for --max-num-seqs {} + {} snapshots, {:.2f} MiB each = {:.3f} GiB) does "
+          "not fit in the KV cache budget ({:.3f} GiB from {}). Lower --max-num-seqs (or the snapshot count) or "
+          "raise --kv-cache-memory (or --gpu-memory-utilization).",
+          in.num_state_slots, in.num_state_slots, in.num_state_snapshots, in.state_bytes_per_slot / (1024.0 * 1024.0),
+          plan.state_cache_bytes() / kGiB, std::max<int64_t>(budget, 0) / kGiB, source));
     }
     budget -= plan.state_cache_bytes();
   }

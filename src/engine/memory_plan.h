@@ -33,6 +33,8 @@ struct MemoryPlanInputs {
   int64_t device_memory_bytes = 0;    // total memory the fraction applies to
   int64_t state_bytes_per_slot = 0;   // hybrid models: GDN conv + recurrent state of one sequence
   int32_t num_state_slots = 0;        // hybrid models: max_num_seqs; 0 otherwise
+  int32_t num_state_snapshots = 0;    // hybrid prefix caching: snapshot entries (same size as a slot)
+  int32_t state_snapshot_interval_blocks = 0;  // for the summary line
 };
 
 struct MemoryPlan {
@@ -44,8 +46,11 @@ struct MemoryPlan {
   int32_t max_model_len = 0;
   int64_t state_bytes_per_slot = 0;
   int32_t num_state_slots = 0;
+  int32_t num_state_snapshots = 0;
+  int32_t state_snapshot_interval_blocks = 0;
 
-  int64_t state_cache_bytes() const { return state_bytes_per_slot * num_state_slots; }
+  // Slots and snapshots together: what is taken from the budget before KV blocks.
+  int64_t state_cache_bytes() const { return state_bytes_per_slot * (num_state_slots + num_state_snapshots); }
   int64_t num_kv_tokens() const { return static_cast<int64_t>(num_blocks) * block_size; }
   // How many max_model_len requests fit at once (vLLM's "Maximum concurrency").
   double max_concurrency() const;

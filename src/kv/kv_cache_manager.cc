@@ -130,6 +130,12 @@ std::span<const int32_t> KvCacheManager::GetBlockIds(std::string_view request_id
   return it->second.block_ids;
 }
 
+std::span<const BlockHash> KvCacheManager::GetBlockHashes(std::string_view request_id) const {
+  const auto it = requests_.find(request_id);
+  if (it == requests_.end()) return {};
+  return it->second.block_hashes;
+}
+
 bool KvCacheManager::HasRequest(std::string_view request_id) const {
   return requests_.find(request_id) != requests_.end();
 }

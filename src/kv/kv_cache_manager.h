@@ -100,6 +100,9 @@ class KvCacheManager {
 
   // The request's block table: block i holds tokens [i * block_size, (i+1) * block_size).
   std::span<const int32_t> GetBlockIds(std::string_view request_id) const;
+  // Chain hashes of the request's full blocks covered by reserved slots (prefix caching
+  // on; empty otherwise): entry i identifies the prefix ending with block i.
+  std::span<const BlockHash> GetBlockHashes(std::string_view request_id) const;
   bool HasRequest(std::string_view request_id) const;
   int32_t num_requests() const { return static_cast<int32_t>(requests_.size()); }
 

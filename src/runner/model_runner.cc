@@ -67,7 +67,14 @@ StatusOr<const StepLogits*> ModelRunner::Execute(const SchedulerOutput& out, boo
   input.state_slots = state_slots_;
   logits_.data.resize(logits_indices_.size() * static_cast<size_t>(logits_.vocab_size));
   if (!token_ids_.empty()) {
+    // Restores before, saves after the forward pass (the order state_snapshot_cache.h relies on).
+    for (const ScheduledRequest& s : out.scheduled) {
+      if (s.restore_snapshot >= 0) model_.RestoreStateSnapshot(s.restore_snapshot, s.state_slot);
+    }
     PAGELLM_RETURN_IF_ERROR(model_.Forward(input, kv_cache_, logits_.data.data()));
+    for (const ScheduledRequest& s : out.scheduled) {
+      if (s.save_snapshot >= 0) model_.SaveStateSnapshot(s.state_slot, s.save_snapshot);
+    }
   }
   return &logits_;
 }

@@ -35,9 +35,14 @@ class CausalLm {
   // Bytes of recurrent state one sequence holds; 0 for attention-only models, which
   // then use no state slots.
   virtual int64_t state_bytes_per_slot() const = 0;
-  // Allocates `num_slots` state slots, once, before the first Forward (no-op when
+  // Allocates `num_slots` state slots and `num_snapshots` snapshot entries (same size,
+  // for hybrid prefix caching), once, before the first Forward (no-op when
   // state_bytes_per_slot() == 0). ResourceExhausted if the memory is not there.
-  virtual Status AllocateStateSlots(int64_t num_slots) = 0;
+  virtual Status AllocateStateSlots(int64_t num_slots, int64_t num_snapshots) = 0;
+  // Copies a slot's whole state (every GDN layer) into a snapshot entry, or back.
+  // Preconditions: ids in range, states allocated.
+  virtual void SaveStateSnapshot(int32_t slot_idx, int32_t snapshot_idx) = 0;
+  virtual void RestoreStateSnapshot(int32_t snapshot_idx, int32_t slot_idx) = 0;
   // logits: [input.logits_indices.size(), vocab_size]. Stateful models need
   // input.state_slots ([num_seqs]); a slot is reset when its sequence starts at 0.
   virtual Status Forward(const ForwardInput& input, PagedKvCache& kv, float* logits) = 0;

@@ -15,6 +15,10 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& co
   if (config.num_state_slots < 0) {
     return InvalidArgumentError(fmt::format("num_state_slots must be >= 0, got {}", config.num_state_slots));
   }
+  if (config.num_state_snapshots < 0 || config.state_snapshot_interval_blocks < 0) {
+    return InvalidArgumentError(fmt::format("state snapshots: count {} and interval {} must be >= 0",
+                                            config.num_state_snapshots, config.state_snapshot_interval_blocks));
+  }
   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<KvCacheManager> kv,
                            KvCacheManager::Create(config.kv_cache));
   const int64_t kv_capacity_tokens =
@@ -31,6 +35,7 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& co
 
 Scheduler::Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCacheManager> kv)
     : config_(config), kv_(std::move(kv)), state_slots_(config.num_state_slots),
+      snapshots_(std::max(config.num_state_snapshots, 0)),
       capacity_(kv_.get(), &state_slots_) {}
 
 Status Scheduler::AddRequest(std::unique_ptr<Request> request) {
@@ -107,11 +112,13 @@ void Scheduler::ScheduleRunning(TokenBudget* budget, SchedulerOutput* out,
     Request* req = running_[idx];
     const int32_t num_uncomputed = req->num_tokens() - req->num_computed_tokens();
     PAGELLM_CHECK(num_uncomputed >= 1);
-    const int32_t num_new = budget->Choose(num_uncomputed);
+    int32_t num_new = budget->Choose(num_uncomputed);
     if (num_new == 0) continue;
+    num_new = CutAtSnapshotBoundary(req->num_computed_tokens(), num_new);
     if (!capacity_.ReserveOrPreempt(*req, num_new, &running_, preempted)) break;
     budget->Charge(num_new, num_uncomputed);
     AddScheduled(*req, num_new, /*is_new=*/false, out);
+    PlanSnapshotSave(*req, &out->scheduled.back());
   }
 }
 
@@ -120,14 +127,16 @@ void Scheduler::ScheduleWaiting(TokenBudget* budget, SchedulerOutput* out) {
   while (!waiting_.empty() && num_running() < config_.batch.max_num_seqs &&
          budget->num_tokens_left() > 0) {
     Request* req = waiting_.front();
-    const ComputedBlocks hits = kv_->GetComputedBlocks(req->kv_sequence());
+    ComputedBlocks hits = kv_->GetComputedBlocks(req->kv_sequence());
     if (kv_->IsPrefixPending(req->kv_sequence(), hits)) {
       waiting_.pop_front();
       deferred.push_back(req);
       continue;
     }
+    const int32_t restore_snapshot = TruncateHitsToSnapshot(&hits);
     const int32_t num_uncomputed = req->num_tokens() - hits.num_computed_tokens;
-    const int32_t num_new = budget->Choose(num_uncomputed);
+    int32_t num_new = budget->Choose(num_uncomputed);
+    if (num_new > 0) num_new = CutAtSnapshotBoundary(hits.num_computed_tokens, num_new);
     if (num_new == 0 || !capacity_.TryAdmit(*req, num_new, hits)) break;
     waiting_.pop_front();
     running_.push_back(req);
@@ -136,6 +145,8 @@ void Scheduler::ScheduleWaiting(TokenBudget* budget, SchedulerOutput* out) {
     if (req->num_cached_tokens() < 0) req->set_num_cached_tokens(hits.num_computed_tokens);
     budget->Charge(num_new, num_uncomputed);
     AddScheduled(*req, num_new, /*is_new=*/true, out);
+    out->scheduled.back().restore_snapshot = restore_snapshot;
+    PlanSnapshotSave(*req, &out->scheduled.back());
   }
   waiting_.insert(waiting_.begin(), deferred.begin(), deferred.end());
 }
@@ -159,6 +170,7 @@ std::vector<FinishedRequest> Scheduler::UpdateFromOutput(
     const SchedulerOutput& out, std::span<const int32_t> sampled_token_ids,
     std::span<const std::string> stopped_ids) {
   PAGELLM_CHECK(sampled_token_ids.size() == out.scheduled.size());
+  snapshots_.CommitPending();  // the runner has saved this step's snapshots
   std::vector<FinishedRequest> finished;
   for (size_t i = 0; i < out.scheduled.size(); ++i) {
     const ScheduledRequest& s = out.scheduled[i];
@@ -194,6 +206,47 @@ void Scheduler::Finish(Request* req, RequestStatus status, std::vector<FinishedR
   finished->push_back({request_id, status, req->num_output_tokens()});
   finished_ids_.push_back(request_id);
   requests_.erase(request_id);
+}
+
+bool Scheduler::snapshots_enabled() const {
+  return state_slots_.enabled() && snapshots_.num_snapshots() > 0 && config_.state_snapshot_interval_blocks > 0 &&
+         config_.kv_cache.enable_prefix_caching;
+}
+
+int32_t Scheduler::TruncateHitsToSnapshot(ComputedBlocks* hits) {
+  if (!state_slots_.enabled()) return -1;  // attention-only: every hit block is usable
+  const int32_t interval = config_.state_snapshot_interval_blocks;
+  for (int32_t num_blocks = static_cast<int32_t>(hits->block_ids.size()); snapshots_enabled() && num_blocks > 0;
+       --num_blocks) {
+    if (num_blocks % interval != 0) continue;
+    const std::optional<int32_t> snapshot = snapshots_.Lookup(hits->block_hashes[num_blocks - 1]);
+    if (!snapshot) continue;
+    hits->block_ids.resize(num_blocks);
+    hits->block_hashes.resize(num_blocks);
+    hits->num_computed_tokens = num_blocks * kv_->block_size();
+    return *snapshot;
+  }
+  *hits = ComputedBlocks{};
+  return -1;
+}
+
+int32_t Scheduler::CutAtSnapshotBoundary(int32_t num_computed_tokens, int32_t num_new_tokens) const {
+  if (!snapshots_enabled()) return num_new_tokens;
+  const int32_t interval_tokens = config_.state_snapshot_interval_blocks * kv_->block_size();
+  const int32_t last_boundary = (num_computed_tokens + num_new_tokens) / interval_tokens * interval_tokens;
+  return last_boundary > num_computed_tokens ? last_boundary - num_computed_tokens : num_new_tokens;
+}
+
+void Scheduler::PlanSnapshotSave(const Request& req, ScheduledRequest* scheduled) {
+  if (!snapshots_enabled()) return;
+  const int32_t end = scheduled->num_computed_tokens + scheduled->num_new_tokens;
+  const int32_t interval_tokens = config_.state_snapshot_interval_blocks * kv_->block_size();
+  if (end == 0 || end % interval_tokens != 0) return;
+  const std::span<const BlockHash> hashes = kv_->GetBlockHashes(req.request_id());
+  const size_t block_idx = static_cast<size_t>(end / kv_->block_size() - 1);
+  PAGELLM_CHECK(block_idx < hashes.size());  // AllocateSlots hashed every full block
+  const std::optional<int32_t> snapshot = snapshots_.Insert(hashes[block_idx]);
+  if (snapshot) scheduled->save_snapshot = *snapshot;
 }
 
 }  // namespace pagellm

@@ -37,6 +37,7 @@
 #include "sched/request.h"
 #include "sched/scheduler_output.h"
 #include "sched/state_slot_pool.h"
+#include "sched/state_snapshot_cache.h"
 #include "sched/token_budget.h"
 
 namespace pagellm {
@@ -48,6 +49,13 @@ struct SchedulerConfig {
   // Recurrent-state slots of a hybrid model (usually max_num_seqs); 0: the model keeps
   // no per-sequence state. A running request holds one.
   int32_t num_state_slots = 0;
+  // Hybrid prefix caching: state snapshots kept (LRU), and how often, in blocks (a
+  // snapshot is taken where a sequence's computed length reaches a multiple of
+  // interval * block_size; prefill chunks are cut there). Active only with state slots,
+  // prefix caching, and both > 0; a prefix hit then reaches back to the deepest
+  // snapshotted block only.
+  int32_t num_state_snapshots = 0;
+  int32_t state_snapshot_interval_blocks = 0;
 };
 
 struct FinishedRequest {
@@ -84,6 +92,8 @@ class Scheduler {
   const Request* FindRequest(const std::string& request_id) const;
   const KvCacheManager& kv_cache() const { return *kv_; }
   const StateSlotPool& state_slots() const { return state_slots_; }
+  const StateSnapshotCache& state_snapshots() const { return snapshots_; }
+  bool snapshots_enabled() const;
   const SchedulerConfig& config() const { return config_; }
   std::span<Request* const> running() const { return running_; }
 
@@ -97,10 +107,19 @@ class Scheduler {
   void AddScheduled(const Request& req, int32_t num_new_tokens, bool is_new,
                     SchedulerOutput* out) const;
   void Finish(Request* req, RequestStatus status, std::vector<FinishedRequest>* finished);
+  // Hybrid prefix caching: keep only the hits up to the deepest snapshotted boundary
+  // block and return that snapshot's id (-1 and no hits if there is none).
+  int32_t TruncateHitsToSnapshot(ComputedBlocks* hits);
+  // Shortens a chunk [num_computed, num_computed + num_new) so it ends at the last
+  // snapshot boundary inside it, if any (the state at a chunk's end is all we can save).
+  int32_t CutAtSnapshotBoundary(int32_t num_computed_tokens, int32_t num_new_tokens) const;
+  // Marks the just-scheduled request's snapshot save if this step ends on a boundary.
+  void PlanSnapshotSave(const Request& req, ScheduledRequest* scheduled);
 
   SchedulerConfig config_;
   std::unique_ptr<KvCacheManager> kv_;
   StateSlotPool state_slots_;
+  StateSnapshotCache snapshots_;
   CapacityScheduler capacity_;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;  // owner
   std::deque<Request*> waiting_;                 // FCFS; preempted ones pushed to the front

@@ -39,6 +39,12 @@ struct ScheduledRequest {
   // Hybrid models: the recurrent-state slot the request holds (the model resets it when
   // num_computed_tokens == 0 and continues it otherwise); -1 for attention-only models.
   int32_t state_slot = -1;
+  // Hybrid prefix caching (sched/state_snapshot_cache.h): copy snapshot
+  // `restore_snapshot` into the slot before the forward pass (a prefix hit resumes from
+  // it), and/or copy the slot into snapshot `save_snapshot` after it (this step ends
+  // at a snapshot boundary). -1: nothing to do.
+  int32_t restore_snapshot = -1;
+  int32_t save_snapshot = -1;
 };
 
 struct SchedulerOutput {

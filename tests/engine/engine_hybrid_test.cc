@@ -1,8 +1,10 @@
 // End-to-end engine tests on tiny dummy hybrid checkpoints (Qwen3.5 dense, Qwen3.5 MoE,
 // Qwen3-Next): full-attention layers on paged KV blocks, Gated DeltaNet layers on
 // per-sequence state slots. Greedy decoding must give the same tokens whether a request
-// runs alone, batched, in prefill chunks of several sizes, or after preemption (which
-// restarts its state from position 0), and no KV block or state slot may leak.
+// runs alone, batched, in prefill chunks of several sizes, after preemption (which
+// restarts its state from position 0 or from a snapshot), or from the prefix cache
+// (KV blocks + a GDN state snapshot at a snapshot boundary), and no KV block or state
+// slot may leak.
 //
 // NOTE on numerics: as in engine_e2e_test.cc, batches of > 4 rows use oneDNN and GDN
 // prefill uses the chunked delta rule while decode is recurrent, so logits differ in
@@ -34,7 +36,12 @@ class EngineHybridTest : public ::testing::TestWithParam<HybridParam> {
     PAGELLM_CHECK(core.ok());
     return std::move(*core);
   }
-  RunResult Reference(const std::vector<PromptSpec>& specs) const { return RunOneByOne(*Make(Config()), specs); }
+  // Each request alone, prefix caching (and so snapshots and chunk cuts) off.
+  RunResult Reference(const std::vector<PromptSpec>& specs) const {
+    EngineConfig c = Config();
+    c.enable_prefix_caching = false;
+    return RunOneByOne(*Make(c), specs);
+  }
 
   void ExpectSameTokens(const RunResult& got, const RunResult& want, const std::string& what) const {
     ASSERT_EQ(got.outputs.size(), want.outputs.size()) << what;
@@ -64,24 +71,92 @@ std::vector<PromptSpec> MixedPrompts(int32_t max_tokens) {
   return specs;
 }
 
-TEST_P(EngineHybridTest, MemoryPlanCountsStateSlotsAndPrefixCachingIsOff) {
+TEST_P(EngineHybridTest, MemoryPlanCountsStateSlotsAndSnapshots) {
   EngineConfig c = Config();
   c.max_num_seqs = 8;
+  c.hybrid_state_snapshots = 5;
   auto core = Make(c);
   const MemoryPlan& plan = core->memory_plan();
   EXPECT_EQ(plan.num_state_slots, 8);
+  EXPECT_EQ(plan.num_state_snapshots, 5);
   EXPECT_GT(plan.state_bytes_per_slot, 0);
+  EXPECT_EQ(plan.state_cache_bytes(), 13 * plan.state_bytes_per_slot);
   EXPECT_LE(plan.kv_cache_bytes + plan.state_cache_bytes(), c.kv_cache_memory_bytes);
   EXPECT_NE(plan.Summary().find("state slots: 8 x"), std::string::npos) << plan.Summary();
+  EXPECT_NE(plan.Summary().find("5 prefix-cache state snapshots (every 4 blocks)"), std::string::npos) << plan.Summary();
   EXPECT_EQ(core->scheduler().state_slots().num_slots(), 8);
+  EXPECT_TRUE(core->scheduler().snapshots_enabled());
+
+  // Interval 0: no snapshots, so prefix caching is off (a hit would skip GDN state).
+  c.hybrid_state_snapshot_interval = 0;
+  core = Make(c);
+  EXPECT_EQ(core->memory_plan().num_state_snapshots, 0);
   EXPECT_FALSE(core->scheduler().config().kv_cache.enable_prefix_caching);
-  // The same prompt twice: no prefix hit (it would skip GDN state), same tokens.
-  std::vector<int32_t> prompt = RandomPrompt(40, 9);
+  std::vector<int32_t> prompt = RandomPrompt(80, 9);
   RunResult first = RunConcurrently(*core, {{"a", prompt, GreedyParams(8)}});
   RunResult second = RunConcurrently(*core, {{"b", prompt, GreedyParams(8)}});
   EXPECT_EQ(core->stats().prefix_cache_hits, 0);
   EXPECT_EQ(second.outputs.at("b").num_cached_tokens, 0);
   EXPECT_EQ(second.outputs.at("b").token_ids, first.outputs.at("a").token_ids);
+  ExpectNoLeak(*core);
+}
+
+// Prompts sharing a 70-token prefix: with a snapshot every 4 blocks (64 tokens) the
+// later ones hit 64 tokens (KV + restored GDN state), never the 4th..5th partial ones.
+std::vector<PromptSpec> SharedPrefixPrompts(int32_t max_tokens) {
+  std::vector<int32_t> prefix = RandomPrompt(70, 7);
+  std::vector<PromptSpec> specs;
+  int32_t suffix_lengths[] = {5, 17, 40};
+  for (int32_t i = 0; i < 3; ++i) {
+    std::vector<int32_t> ids = prefix;
+    std::vector<int32_t> suffix = RandomPrompt(suffix_lengths[i], 200 + i);
+    ids.insert(ids.end(), suffix.begin(), suffix.end());
+    specs.push_back({fmt::format("p{}", i), ids, GreedyParams(max_tokens)});
+  }
+  return specs;
+}
+
+TEST_P(EngineHybridTest, PrefixHitsRestoreStateSnapshotsAndSkipCompute) {
+  std::vector<PromptSpec> specs = SharedPrefixPrompts(24);
+  RunResult want = Reference(specs);
+  for (int32_t chunk : {2048, 5, 16, 33}) {
+    EngineConfig c = Config();
+    c.max_num_batched_tokens = chunk;
+    c.long_prefill_token_threshold = chunk;
+    auto core = Make(c);
+    RunResult first = RunConcurrently(*core, {specs[0]});
+    EXPECT_EQ(first.outputs.at("p0").num_cached_tokens, 0);
+    int64_t hits_before = core->stats().prefix_cache_hits;
+    RunResult rest = RunConcurrently(*core, {specs[1], specs[2]});
+    EXPECT_EQ(core->stats().prefix_cache_hits - hits_before, 2 * 64) << "chunk " << chunk;
+    int64_t expected_computed = 0;  // prompt + outputs - last sampled token - hits
+    for (int32_t i = 1; i < 3; ++i) {
+      EXPECT_EQ(rest.outputs.at(specs[i].id).num_cached_tokens, 64) << "chunk " << chunk;
+      expected_computed += static_cast<int64_t>(specs[i].prompt_token_ids.size()) + 24 - 1 - 64;
+    }
+    EXPECT_EQ(rest.num_computed_tokens, expected_computed) << "chunk " << chunk;
+    rest.outputs.insert(first.outputs.begin(), first.outputs.end());
+    ExpectSameTokens(rest, want, fmt::format("prefix cache, chunk {}", chunk));
+    ExpectNoLeak(*core);
+  }
+}
+
+TEST_P(EngineHybridTest, EvictedSnapshotsFallBackToShallowerOnesOrRecompute) {
+  // One snapshot entry: each new 64-token boundary evicts the previous one.
+  EngineConfig c = Config();
+  c.hybrid_state_snapshots = 1;
+  std::vector<PromptSpec> specs = SharedPrefixPrompts(12);
+  PromptSpec other{"other", RandomPrompt(80, 77), GreedyParams(12)};
+  RunResult want = Reference({specs[0], specs[1], other});
+  auto core = Make(c);
+  RunResult got = RunConcurrently(*core, {specs[0]});
+  RunResult o = RunConcurrently(*core, {other});  // evicts p0's snapshot
+  RunResult p1 = RunConcurrently(*core, {specs[1]});
+  EXPECT_EQ(p1.outputs.at("p1").num_cached_tokens, 0);  // KV blocks cached, state not: recompute
+  EXPECT_GT(core->scheduler().state_snapshots().num_evictions(), 0);
+  got.outputs.insert(o.outputs.begin(), o.outputs.end());
+  got.outputs.insert(p1.outputs.begin(), p1.outputs.end());
+  ExpectSameTokens(got, want, "evicted snapshots");
   ExpectNoLeak(*core);
 }
 
@@ -113,7 +188,7 @@ TEST_P(EngineHybridTest, ChunkedPrefillCarriesStateAcrossChunks) {
   }
 }
 
-TEST_P(EngineHybridTest, PreemptionRestartsStateAndAbortFreesEverything) {
+TEST_P(EngineHybridTest, PreemptionRestartsStateOrResumesFromSnapshots) {
   auto big = Make(Config());
   int64_t bytes_per_block = big->memory_plan().kv_cache_bytes / big->memory_plan().num_blocks;
   big.reset();
@@ -123,31 +198,40 @@ TEST_P(EngineHybridTest, PreemptionRestartsStateAndAbortFreesEverything) {
   PromptSpec doomed{"aborted", RandomPrompt(18, 499), GreedyParams(40)};
   std::vector<PromptSpec> all = specs;
   all.push_back(doomed);
-  RunResult want = Reference(all);
+  const RunResult want = Reference(all);
 
-  EngineConfig c = Config();
-  c.max_num_seqs = 6;
-  auto sized = Make(c);  // state bytes for 6 slots come out of the same budget
-  int64_t state_bytes = sized->memory_plan().state_cache_bytes();
-  sized.reset();
-  c.kv_cache_memory_bytes = 10 * bytes_per_block + state_bytes;  // 160 tokens; the requests need ~330
-  c.max_model_len = 128;
-  auto core = Make(c);
-  ASSERT_EQ(core->memory_plan().num_blocks, 10);
-  RunResult got = RunConcurrently(*core, all, [&](int64_t step) {
-    if (step == 30) core->AbortRequest("aborted");
-  });
-  EXPECT_GT(core->stats().num_preemptions_total, 0);
-  const SampleOutput& aborted = got.outputs.at("aborted");
-  EXPECT_EQ(aborted.finish_reason, "abort");
-  EXPECT_LT(aborted.token_ids.size(), 40u);
-  std::vector<int32_t> want_prefix(want.outputs.at("aborted").token_ids.begin(),
-                                   want.outputs.at("aborted").token_ids.begin() + aborted.token_ids.size());
-  EXPECT_EQ(aborted.token_ids, want_prefix);
-  got.outputs.erase("aborted");
-  want.outputs.erase("aborted");
-  ExpectSameTokens(got, want, "preemption");
-  ExpectNoLeak(*core);
+  // Interval 0: no snapshots, a preempted request recomputes from position 0 (slot
+  // reset). Interval 1: it resumes from the snapshot of its deepest cached block.
+  for (int32_t interval : {0, 1}) {
+    EngineConfig c = Config();
+    c.max_num_seqs = 6;
+    c.hybrid_state_snapshot_interval = interval;
+    c.hybrid_state_snapshots = 16;
+    auto sized = Make(c);  // state bytes for 6 slots (+ snapshots) come out of the same budget
+    int64_t state_bytes = sized->memory_plan().state_cache_bytes();
+    sized.reset();
+    c.kv_cache_memory_bytes = 10 * bytes_per_block + state_bytes;  // 160 tokens; the requests need ~330
+    c.max_model_len = 128;
+    auto core = Make(c);
+    ASSERT_EQ(core->memory_plan().num_blocks, 10);
+    RunResult got = RunConcurrently(*core, all, [&](int64_t step) {
+      if (step == 30) core->AbortRequest("aborted");
+    });
+    EXPECT_GT(core->stats().num_preemptions_total, 0);
+    if (interval == 0) EXPECT_EQ(core->stats().prefix_cache_hits, 0);
+    if (interval == 1) EXPECT_GT(core->stats().prefix_cache_hits, 0);  // resumed from snapshots
+    const SampleOutput& aborted = got.outputs.at("aborted");
+    EXPECT_EQ(aborted.finish_reason, "abort");
+    EXPECT_LT(aborted.token_ids.size(), 40u);
+    std::vector<int32_t> want_prefix(want.outputs.at("aborted").token_ids.begin(),
+                                     want.outputs.at("aborted").token_ids.begin() + aborted.token_ids.size());
+    EXPECT_EQ(aborted.token_ids, want_prefix);
+    got.outputs.erase("aborted");
+    RunResult want_rest = want;
+    want_rest.outputs.erase("aborted");
+    ExpectSameTokens(got, want_rest, fmt::format("preemption, snapshot interval {}", interval));
+    ExpectNoLeak(*core);
+  }
 }
 
 TEST_P(EngineHybridTest, NSamplesEachGetTheirOwnState) {
