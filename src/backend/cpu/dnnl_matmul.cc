@@ -1,5 +1,8 @@
 #include "backend/cpu/dnnl_matmul.h"
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -19,6 +22,31 @@ using tag = dnnl::memory::format_tag;
 dnnl::engine& CpuEngine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
+}
+
+// dst[i] = bf16(src[i]) (RNE, NaN kept quiet as F32ToBf16), i < n. Prefill converts
+// [512, 3072] activations per call, so this is vectorised and split across threads.
+void ConvertToBf16(const float* src, int64_t n, uint16_t* dst) {
+  constexpr int64_t kChunk = 8192;
+  const int64_t num_chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (num_chunks > 1)
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    int64_t i = c * kChunk;
+    for (; i + 8 <= end; i += 8) {
+      __m256i bits = _mm256_castps_si256(_mm256_loadu_ps(src + i));
+      __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+      __m256i r = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+      // NaN (|bits| > 0x7f800000): keep the top half with the quiet bit set.
+      __m256i abs = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+      __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+      __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+      r = _mm256_blendv_epi8(r, quiet, nan);
+      __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), packed);
+    }
+    for (; i < end; ++i) dst[i] = F32ToBf16(src[i]);
+  }
 }
 
 // The M used to choose the packed layout; any M works afterwards.
@@ -99,9 +127,9 @@ bool DnnlMatmul::Run(const float* x, int64_t num_rows, float* y) {
   const void* src_ptr = x;
   thread_local std::vector<uint16_t> x_bf16;
   if (im.src_dt == dt::bf16) {
-    size_t count = static_cast<size_t>(num_rows * im.k);
-    if (x_bf16.size() < count) x_bf16.resize(count);
-    for (size_t i = 0; i < count; ++i) x_bf16[i] = F32ToBf16(x[i]);
+    const int64_t count = num_rows * im.k;
+    if (x_bf16.size() < static_cast<size_t>(count)) x_bf16.resize(static_cast<size_t>(count));
+    ConvertToBf16(x, count, x_bf16.data());
     src_ptr = x_bf16.data();
   }
   dnnl::memory src({{num_rows, im.k}, im.src_dt, tag::ab}, CpuEngine(), const_cast<void*>(src_ptr));
