@@ -96,9 +96,9 @@ def pagellm_case(args, model, flags, case, seed):
     if case == "prefill":
         return 512 / pagellm_run(args, model, flags, 1, 512, 1, seed)
     if case == "decode":
-        return 128 / pagellm_run(args, model, flags, 1, 16, 128, seed)
+        return args.decode_len / pagellm_run(args, model, flags, 1, 16, args.decode_len, seed)
     if case == "batch":
-        return 16 * 64 / pagellm_run(args, model, flags, 16, 16, 64, seed)
+        return 16 * args.batch_len / pagellm_run(args, model, flags, 16, 16, args.batch_len, seed)
     return pagellm_ctx_decode(args, model, flags, seed)
 
 
@@ -124,8 +124,8 @@ def pagellm_ctx_decode(args, model, flags, seed):
 
 
 def llama_case(args, gguf, case, seed):
-    spec = {"prefill": ["--input-len", "512"], "decode": ["--input-len", "16", "--output-len", "128"],
-            "batch": ["--num-seqs", "16", "--input-len", "16", "--output-len", "64"],
+    spec = {"prefill": ["--input-len", "512"], "decode": ["--input-len", "16", "--output-len", str(args.decode_len)],
+            "batch": ["--num-seqs", "16", "--input-len", "16", "--output-len", str(args.batch_len)],
             "ctx": ["--input-len", str(args.ctx_len), "--output-len", "33"]}[case]
     out = sh(["node", os.path.join(HERE, "llama_cpp_bench.mjs"), "--model", gguf, "--case", case,
               "--threads", "2", "--seed", str(seed)] + spec)
@@ -166,6 +166,8 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="1 run of everything")
     p.add_argument("--ctx-len", type=int, default=8192)
+    p.add_argument("--decode-len", type=int, default=128, help="tokens generated in the decode case")
+    p.add_argument("--batch-len", type=int, default=64, help="tokens generated per sequence in the batch case")
     p.add_argument("--only", default="bf16,int8,q8_0", help="precision rows to run")
     p.add_argument("--cases", default="prefill,decode,batch,ctx")
     p.add_argument("--json", default="", help="write every run's figures and loads here")
@@ -188,16 +190,16 @@ def main():
                                     f"llama.cpp {t} {case}")[0]
             table.append({"row": row, "case": case, "pagellm": pg, "load": pg_load, "llama": refs,
                           "ceiling": ceiling(case, row, b, ceil, args.ctx_len)})
-    print_table(table, ceil, args.ctx_len, runs)
+    print_table(table, ceil, args, runs)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"ceilings": ceil, "bytes": b, "table": table, "runs": log,
                        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f, indent=2)
 
 
-def print_table(table, ceil, ctx_len, runs):
-    names = {"prefill": "prefill 512 (prompt tok/s)", "decode": "decode 1 seq x128 (tok/s)",
-             "batch": "16 seqs x 64 (output tok/s)", "ctx": f"decode at {ctx_len} ctx (tok/s)"}
+def print_table(table, ceil, args, runs):
+    names = {"prefill": "prefill 512 (prompt tok/s)", "decode": f"decode 1 seq x{args.decode_len} (tok/s)",
+             "batch": f"16 seqs x {args.batch_len} (output tok/s)", "ctx": f"decode at {args.ctx_len} ctx (tok/s)"}
     print(f"\nmedians of {runs} run(s); ceilings: read {ceil['read_gbps']} GB/s, "
           f"bf16 {ceil['bf16_gflops']} GFLOP/s, AMX {'yes' if ceil['amx'] else 'no'}")
     print(f"{'row':5} {'case':30} {'pagellm':>9} {'load':>5}  {'llama.cpp (type: tok/s, pagellm/llama)':42} "
