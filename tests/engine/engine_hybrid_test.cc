@@ -201,8 +201,10 @@ TEST_P(EngineHybridTest, PreemptionRestartsStateOrResumesFromSnapshots) {
   const RunResult want = Reference(all);
 
   // Interval 0: no snapshots, a preempted request recomputes from position 0 (slot
-  // reset). Interval 1: it resumes from the snapshot of its deepest cached block.
-  for (int32_t interval : {0, 1}) {
+  // reset). Interval 2: it resumes from the snapshot of its deepest cached boundary
+  // (preemption happens at a block boundary, so an interval of 1 would let a reused
+  // slot hold the right state by chance and hide a missing restore).
+  for (int32_t interval : {0, 2}) {
     EngineConfig c = Config();
     c.max_num_seqs = 6;
     c.hybrid_state_snapshot_interval = interval;
@@ -219,7 +221,7 @@ TEST_P(EngineHybridTest, PreemptionRestartsStateOrResumesFromSnapshots) {
     });
     EXPECT_GT(core->stats().num_preemptions_total, 0);
     if (interval == 0) EXPECT_EQ(core->stats().prefix_cache_hits, 0);
-    if (interval == 1) EXPECT_GT(core->stats().prefix_cache_hits, 0);  // resumed from snapshots
+    if (interval == 2) EXPECT_GT(core->stats().prefix_cache_hits, 0);  // resumed from snapshots
     const SampleOutput& aborted = got.outputs.at("aborted");
     EXPECT_EQ(aborted.finish_reason, "abort");
     EXPECT_LT(aborted.token_ids.size(), 40u);
