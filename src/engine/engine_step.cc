@@ -135,6 +135,10 @@ void EngineCore::FinishSample(const std::string& id, const std::string& reason, 
 }
 
 void EngineCore::EmitAbort(const std::string& id) {
+  // finished_ids also lists requests that finished normally in the previous step; if
+  // the caller has since reused that id for a new request, the scheduler knows it
+  // again and it must not be aborted.
+  if (scheduler_->FindRequest(id) != nullptr) return;
   auto it = samples_.find(id);
   if (it == samples_.end() || it->second->finished) return;
   RequestOutput delta;

@@ -185,6 +185,19 @@ TEST_P(EngineE2eTest, NSamplesShareFullPromptBlocks) {
   ExpectNoLeak(*core);
 }
 
+TEST_P(EngineE2eTest, RequestIdCanBeReusedOnceFinished) {
+  // The first run's finish is reported in the next Schedule()'s finished_ids, after
+  // the second "a" was added: it must not abort the new request.
+  std::vector<int32_t> prompt = RandomPrompt(40, 9);
+  auto core = Make(Config());
+  RunResult first = RunConcurrently(*core, {{"a", prompt, GreedyParams(8)}});
+  RunResult second = RunConcurrently(*core, {{"a", prompt, GreedyParams(8)}});
+  ASSERT_EQ(second.outputs.count("a"), 1u);
+  EXPECT_EQ(second.outputs.at("a").finish_reason, "length");
+  EXPECT_EQ(second.outputs.at("a").token_ids, first.outputs.at("a").token_ids);
+  ExpectNoLeak(*core);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, EngineE2eTest, ::testing::Values(DType::kF32, DType::kBF16),
                          [](const auto& info) { return info.param == DType::kF32 ? "f32" : "bf16"; });
 
