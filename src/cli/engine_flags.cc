@@ -31,6 +31,12 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
       ->capture_default_str();
   cmd->add_option("--long-prefill-token-threshold", c->long_prefill_token_threshold,
                   "cap on one request's prefill chunk (0: a quarter of --max-num-batched-tokens)");
+  cmd->add_option("--hybrid-state-snapshot-interval", c->hybrid_state_snapshot_interval,
+                  "hybrid models: snapshot the GDN state every N KV blocks for prefix caching (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--hybrid-state-snapshots", c->hybrid_state_snapshots,
+                  "hybrid models: GDN state snapshots kept for prefix caching (0: --max-num-seqs)")
+      ->capture_default_str();
   cmd->add_option("--max-logprobs", c->max_logprobs, "largest logprobs a request may ask for")->capture_default_str();
 }
 
