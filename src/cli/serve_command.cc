@@ -102,7 +102,21 @@ void Drain(server::HttpServer& http, server::OpenAiServer& api, double timeout_s
   double deadline = Now() + timeout_s;
   if (api.num_inflight() > 0) PLOG_INFO("waiting up to {:.0f} s for {} running requests", timeout_s, api.num_inflight());
   // In-flight engine requests first, then their last bytes (responses still queued).
+  // Once no engine request is left, sockets get a short grace period to flush: an
+  // exchange that never completes (a client that stopped reading a finished response)
+  // must not hold the whole shutdown for --shutdown-timeout.
+  constexpr double kFlushGraceS = 2.0;
+  double idle_since = 0.0;
   while ((api.num_inflight() > 0 || http.num_active_exchanges() > 0) && Now() < deadline) {
+    if (api.num_inflight() > 0) {
+      idle_since = 0.0;
+    } else if (idle_since == 0.0) {
+      idle_since = Now();
+    } else if (Now() - idle_since > kFlushGraceS) {
+      PLOG_WARN("shutdown: {} responses still unsent after {:.0f} s; closing", http.num_active_exchanges(),
+                kFlushGraceS);
+      break;
+    }
     timespec wait{0, 50'000'000};
     if (sigtimedwait(&set, nullptr, &wait) > 0) {
       PLOG_WARN("second signal: stopping without waiting for {} requests", api.num_inflight());
