@@ -86,5 +86,16 @@ TEST(AttentionConformance, HeadDimsGroupsAndBlockSizes) {
   }
 }
 
+// The CPU kernel groups query heads by KV head and splits long prefills into work items
+// of 32 rows: cover groups larger than 8 and prefills that span several items.
+TEST(AttentionConformance, LargeGroupsAndLongPrefills) {
+  for (const CpuVariant& variant : CpuVariants()) {
+    if (variant.name.find("_default") == std::string::npos) continue;
+    CheckAttention(variant, DType::kBF16, 12, 1, 64, 16, {{90, 90}, {120, 33}, {70, 1}});  // group of 12
+    CheckAttention(variant, DType::kF32, 18, 2, 32, 16, {{97, 97}, {40, 1}});             // group of 9
+    CheckAttention(variant, DType::kBF16, 16, 8, 128, 16, {{200, 65}, {33, 33}});         // Qwen3-0.6B heads
+  }
+}
+
 }  // namespace
 }  // namespace pagellm::conformance
