@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "backend/cpu/avx2_math.h"
 #include "backend/cpu/paged_attention_cpu.h"
 
 namespace pagellm {
@@ -30,30 +31,8 @@ struct Simd {
   static V Fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V Add(V a, V b) { return _mm256_add_ps(a, b); }
-  static float ReduceAdd(V v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
-  // exp(x) to ~2 ulp for x in [-87, 88] (Cephes-style: 2^n * poly(r), r = x - n ln2);
-  // inputs below -87.3 (including -inf) give ~1e-38, i.e. a zero weight.
-  static V Exp(V x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-    V n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    V r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    V p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-  }
+  static float ReduceAdd(V v) { return avx2::HorizontalSum(v); }
+  static V Exp(V x) { return avx2::Exp(x); }
 };
 
 #include "backend/cpu/paged_attention_impl.inc"
