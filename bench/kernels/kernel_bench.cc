@@ -1,18 +1,24 @@
 // kernel_bench: Linear throughput of the CPU backend for bf16, Q8_0 and W8A8 weights.
 //
-//   build-x/bench/kernels/kernel_bench [--isa avx2|avx512] [--reps 7] [--quick]
+//   build-x/src/backend/kernel_bench [--isa avx2|avx512] [--reps 7] [--quick] [--m 512]
 // Prints, per [N, K] weight (Qwen3-0.6B's down_proj 1024x3072, gate/up 3072x1024 and
 // lm_head 151936x1024):
 //   * M = 1 GEMV: GB/s of weight bytes streamed (bf16 2 B, q8_0 34/32 B, w8a8 1 B per
 //     element), cold cache: weights and x are flushed (clflush) before every call;
-//   * M = 16, 64, 512: GFLOP/s (2*M*N*K / time; int8 "GOPS" for q8_0 / w8a8), also cold.
-// and the DRAM read ceiling of the same threads (a 1 GiB AVX2 sum). Each number is the
-// median of --reps runs. Not a test: numbers depend on machine load (printed first).
+//   * M = 8, 16, 64, 512: GFLOP/s (2*M*N*K / time; int8 "GOPS" for q8_0 / w8a8), also
+//     cold, and the same per CPU-second of the process (threads' CPU time, so a figure
+//     that time slicing on a loaded machine disturbs less: compare kernels with it).
+// and the DRAM read ceiling of the same threads (a 1 GiB AVX2 sum). Rows: bf16 (GEMV /
+// oneDNN), q8_0 (GEMV for M <= 4, the Q8_0 GEMM above), q8_0v (the GEMV for every M:
+// the Q8_0 path before the GEMM) and w8a8 (GEMV / oneDNN s8). Each number is the median
+// of --reps runs; --m 512 runs one batch size only. Not a test: numbers depend on
+// machine load (printed first).
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -29,6 +35,12 @@ using namespace pagellm;
 namespace {
 
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double CpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -100,21 +112,26 @@ void Sweep() {
   if (total == 42) std::printf("?");
 }
 
-// Median seconds of one cold Linear call: `flush_bytes` of `flush_ptr` are clflushed
-// (or the whole cache swept when flush_ptr is null) and x is clflushed before each.
-double TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>& x, int64_t m, std::vector<float>& y,
+struct Timing {
+  double wall = 0, cpu = 0;  // median seconds of wall clock and of process CPU time
+};
+
+// One cold Linear call: `flush_bytes` of `flush_ptr` are clflushed (or the whole cache
+// swept when flush_ptr is null) and x is clflushed before each of `reps` runs.
+Timing TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>& x, int64_t m, std::vector<float>& y,
                 const void* flush_ptr, size_t flush_bytes, int reps) {
   be.Linear(w, x.data(), m, y.data());  // warm-up: primitive creation, page faults
-  std::vector<double> t;
+  std::vector<double> wall, cpu;
   for (int r = 0; r < reps; ++r) {
     if (flush_ptr != nullptr) Flush(flush_ptr, flush_bytes);
     else Sweep();
     Flush(x.data(), static_cast<size_t>(m) * static_cast<size_t>(w.in_features()) * sizeof(float));
-    double t0 = Now();
+    const double t0 = Now(), c0 = CpuNow();
     be.Linear(w, x.data(), m, y.data());
-    t.push_back(Now() - t0);
+    wall.push_back(Now() - t0);
+    cpu.push_back(CpuNow() - c0);
   }
-  return Median(t);
+  return {Median(wall), Median(cpu)};
 }
 
 std::string LoadAvg() {
@@ -130,13 +147,18 @@ int main(int argc, char** argv) {
   CpuBackendOptions opts;
   int reps = 7;
   bool quick = false;
+  int64_t only_m = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--isa" && i + 1 < argc) opts.isa = std::string(argv[++i]) == "avx2" ? CpuIsa::kAvx2 : CpuIsa::kAvx512;
     if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     if (a == "--quick") quick = true;
+    if (a == "--m" && i + 1 < argc) only_m = std::atoll(argv[++i]);
   }
   CpuBackend be(opts);
+  CpuBackendOptions gemv_opts = opts;
+  gemv_opts.gemv_max_rows = int64_t{1} << 30;
+  CpuBackend gemv_be(gemv_opts);  // the q8_0 GEMV for every M (the path before the GEMM)
   std::printf("isa=%s threads=%d loadavg=%s\n", std::string(CpuIsaName(be.options().isa)).c_str(),
               omp_get_max_threads(), LoadAvg().c_str());
   std::printf("DRAM read ceiling: %.1f GB/s (median of %d, 1 GiB)\n", DramReadGbs(reps), reps);
@@ -149,30 +171,34 @@ int main(int argc, char** argv) {
     auto wb = be.PrepareLinear(w.bf16_view, {});
     auto wq = be.PrepareLinear(w.q8_view, {});
     auto wi = be.PrepareLinear(w.bf16_view, {}, int8);
-    if (!wb.ok() || !wq.ok() || !wi.ok()) return 1;
+    auto wv = gemv_be.PrepareLinear(w.q8_view, {});
+    if (!wb.ok() || !wq.ok() || !wi.ok() || !wv.ok()) return 1;
     const double elems = static_cast<double>(s.n * s.k);
-    struct Kind { const char* name; const LinearWeight* w; const void* data; double bytes_per_elem; };
+    struct Kind { const char* name; CpuBackend* be; const LinearWeight* w; const void* data; double bytes_per_elem; };
     // bf16 GEMV and q8_0 read the views in place (clflush them); W8A8 and oneDNN read
     // packed copies, so M > 1 bf16 and all w8a8 runs sweep the whole cache instead.
-    std::vector<Kind> kinds = {{"bf16", wb->get(), w.bf16.data(), 2.0},
-                               {"q8_0", wq->get(), w.q8.data(), 34.0 / 32.0},
-                               {"w8a8", wi->get(), nullptr, 1.0}};
-    for (int64_t m : {1, 16, 64, 512}) {
-      if (s.n > 100000 && m > 64) continue;
+    std::vector<Kind> kinds = {{"bf16", &be, wb->get(), w.bf16.data(), 2.0},
+                               {"q8_0", &be, wq->get(), w.q8.data(), 34.0 / 32.0},
+                               {"q8_0v", &gemv_be, wv->get(), w.q8.data(), 34.0 / 32.0},
+                               {"w8a8", &be, wi->get(), nullptr, 1.0}};
+    for (int64_t m : {1, 8, 16, 64, 512}) {
+      if ((s.n > 100000 && m > 64) || (only_m != 0 && m != only_m)) continue;
       std::vector<float> x(static_cast<size_t>(m * s.k)), y(static_cast<size_t>(m * s.n));
       std::mt19937 rng(7);
       std::normal_distribution<float> dist(0.0f, 1.0f);
       for (auto& v : x) v = dist(rng);
       for (const Kind& kd : kinds) {
+        if (m == 1 && kd.be == &gemv_be) continue;  // same kernel as q8_0 at M = 1
         const void* flush_ptr = (m > be.options().gemv_max_rows && kd.data == w.bf16.data()) ? nullptr : kd.data;
         const int r = m >= 64 ? std::max(3, reps / 2) : reps;
-        const double sec = TimeCold(be, *kd.w, x, m, y, flush_ptr, static_cast<size_t>(elems * kd.bytes_per_elem), r);
+        const Timing t = TimeCold(*kd.be, *kd.w, x, m, y, flush_ptr, static_cast<size_t>(elems * kd.bytes_per_elem), r);
         if (m == 1) {
           std::printf("N=%6lld K=%5lld M=%3lld %-5s %8.3f ms %7.1f GB/s\n", (long long)s.n, (long long)s.k,
-                      (long long)m, kd.name, sec * 1e3, elems * kd.bytes_per_elem / sec / 1e9);
+                      (long long)m, kd.name, t.wall * 1e3, elems * kd.bytes_per_elem / t.wall / 1e9);
         } else {
-          std::printf("N=%6lld K=%5lld M=%3lld %-5s %8.3f ms %7.1f GFLOP/s\n", (long long)s.n, (long long)s.k,
-                      (long long)m, kd.name, sec * 1e3, 2.0 * m * elems / sec / 1e9);
+          std::printf("N=%6lld K=%5lld M=%3lld %-5s %8.3f ms %7.1f GFLOP/s %7.1f per CPU-s\n", (long long)s.n,
+                      (long long)s.k, (long long)m, kd.name, t.wall * 1e3, 2.0 * m * elems / t.wall / 1e9,
+                      2.0 * m * elems / t.cpu / 1e9);
         }
       }
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/int8_gemv.h"
 #include "backend/int8_quant.h"
 #include "backend/reference/reference_backend.h"
@@ -99,6 +100,11 @@ void RunW8A8(const W8A8Weight& w, const float* x, int64_t num_rows, const float*
 void RunQ8_0(const TensorView& weight, const float* x, int64_t num_rows, const float* bias, float* y,
              const Int8KernelChoice& choice) {
   const int64_t k = weight.dim(1), nb = k / kQ8_0BlockElements;
+  const auto* w = static_cast<const BlockQ8_0*>(weight.data);
+  if (num_rows > choice.gemv_max_rows) {
+    return GemmQ8_0({.x = x, .num_rows = num_rows, .k = k, .w = w, .n = weight.dim(0), .bias = bias, .y = y},
+                    choice.avx512);
+  }
   thread_local std::vector<BlockQ8_0> xq;
   thread_local std::vector<float> x_d;
   xq.resize(static_cast<size_t>(num_rows * nb));
@@ -113,7 +119,7 @@ void RunQ8_0(const TensorView& weight, const float* x, int64_t num_rows, const f
     for (int64_t b = 0; b < nb; ++b) xd_data[m * nb + b] = F16ToF32(xq_data[m * nb + b].d);
   }
   Q8_0GemvArgs a{.x = xq_data, .x_d = xd_data, .num_rows = num_rows, .k = k,
-                 .w = static_cast<const BlockQ8_0*>(weight.data), .n = weight.dim(0), .bias = bias, .y = y};
+                 .w = w, .n = weight.dim(0), .bias = bias, .y = y};
   if (choice.avx512) {
     GemvQ8_0Avx512(a);
   } else {

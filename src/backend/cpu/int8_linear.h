@@ -1,6 +1,7 @@
 // Int8 linear layers of the CPU backend: Q8_0 weights read in place from the model file
-// and W8A8 weights quantized at load; picks the kernel (AVX2 / AVX-512 VNNI GEMV, or
-// oneDNN s8 x s8 -> s32 for W8A8 with M > gemv_max_rows) and quantizes activations.
+// and W8A8 weights quantized at load; picks the kernel (AVX2 / AVX-512 VNNI GEMV; for
+// M > gemv_max_rows the Q8_0 GEMM, or oneDNN s8 x s8 -> s32 for W8A8) and quantizes
+// activations.
 // Numerics are those of the reference backend (backend/int8_quant.h); see int8_gemv.h.
 //
 //   PAGELLM_ASSIGN_OR_RETURN(auto w8, W8A8Weight::Create(weight, /*use_dnnl=*/true));
@@ -39,7 +40,8 @@ struct Int8KernelChoice {
 void RunW8A8(const W8A8Weight& w, const float* x, int64_t num_rows, const float* bias, float* y,
              const Int8KernelChoice& choice);
 
-// weight: kQ8_0 [N, K]. y [M, N] = x · W^T (+ bias).
+// weight: kQ8_0 [N, K]. y [M, N] = x · W^T (+ bias). M <= gemv_max_rows runs the GEMV,
+// larger M the register-blocked GEMM (int8_gemm.h).
 void RunQ8_0(const TensorView& weight, const float* x, int64_t num_rows, const float* bias, float* y,
              const Int8KernelChoice& choice);
 
