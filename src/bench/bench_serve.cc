@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -12,6 +13,7 @@
 
 #include "bench/arrivals.h"
 #include "bench/load_generator.h"
+#include "bench/multi_turn_bench.h"
 #include "bench/report.h"
 #include "bench/serving_metrics.h"
 #include "common/mapped_file.h"
@@ -45,7 +47,11 @@ std::vector<std::string> SplitCommas(const std::string& text) {
 Status ResolveServer(const BenchServeOptions& o, Plan* plan) {
   std::string endpoint = o.endpoint;
   plan->backend = o.backend;
-  if (plan->backend.empty()) plan->backend = EndsWith(endpoint, "chat/completions") ? "openai-chat" : "openai";
+  const bool multi_turn = o.dataset_name == "multi-turn";
+  if (plan->backend.empty())
+    plan->backend = EndsWith(endpoint, "chat/completions") || multi_turn ? "openai-chat" : "openai";
+  if (multi_turn && plan->backend != "openai-chat")
+    return InvalidArgumentError("--dataset-name multi-turn sends chat conversations: use --backend openai-chat");
   if (plan->backend == "openai-chat") {
     plan->target.kind = ApiKind::kChatCompletions;
     if (endpoint.empty()) endpoint = "/v1/chat/completions";
@@ -113,7 +119,7 @@ StatusOr<std::vector<SampleRequest>> LoadDataset(const BenchServeOptions& o, con
   if (o.dataset_name == "mixed") return SampleMixedRequests(tok, o.num_prompts, o.random, o.seed);
   if (o.dataset_name == "sharegpt")
     return SampleShareGptRequests(tok, o.dataset_path, o.num_prompts, o.sharegpt_output_len, o.seed);
-  return InvalidArgumentError(fmt::format("--dataset-name {}: expected random, sharegpt or mixed", o.dataset_name));
+  return InvalidArgumentError(fmt::format("--dataset-name {}: expected random, sharegpt, mixed or multi-turn", o.dataset_name));
 }
 
 // vLLM's ready check: the first prompt alone, retried until it succeeds or time runs out.
@@ -182,6 +188,40 @@ StatusOr<LoadResult> RunTraffic(const BenchServeOptions& o, const Plan& plan, co
   return RunLoad(plan.target, specs, offsets, o.max_concurrency.value_or(0));
 }
 
+// The single-request datasets: specs from the dataset, ready check, then the traffic.
+StatusOr<LoadResult> RunSingleTurn(const BenchServeOptions& o, const Plan& plan, const tokenizer::Tokenizer& tok) {
+  PAGELLM_ASSIGN_OR_RETURN(std::vector<SampleRequest> samples, LoadDataset(o, tok));
+  const bool ignore_eos = o.ignore_eos || o.dataset_name == "random" || o.dataset_name == "mixed";
+  std::vector<RequestSpec> specs;
+  for (SampleRequest& s : samples)
+    specs.push_back({o.served_model_name.value_or(o.model), std::move(s.prompt), s.prompt_len, s.expected_output_len,
+                     ignore_eos, plan.extra_body});
+  if (o.ready_check_timeout_sec > 0) {
+    std::printf("Starting initial single prompt test run...\n");
+    std::fflush(stdout);
+    PAGELLM_RETURN_IF_ERROR(WaitForEndpoint(plan, specs[0], o.ready_check_timeout_sec));
+    std::printf("Initial test run completed.\n");
+  }
+  return RunTraffic(o, plan, specs);
+}
+
+// multi-turn: synthetic conversations (ignore_eos forced on, as for random), whose
+// --request-rate is the rate of conversation starts.
+StatusOr<MultiTurnRunResult> RunMultiTurn(const BenchServeOptions& o, const Plan& plan, const tokenizer::Tokenizer& tok) {
+  MultiTurnTrafficConfig config;
+  config.target = plan.target;
+  config.request = ConversationRunConfig{o.served_model_name.value_or(o.model), o.multi_turn.output_len,
+                                         /*ignore_eos=*/true, plan.extra_body};
+  config.params = o.multi_turn;
+  config.seed = o.seed;
+  config.conversation_rate = o.request_rate;
+  config.burstiness = o.burstiness;
+  config.max_concurrency = o.max_concurrency.value_or(0);
+  config.num_warmups = o.num_warmups;
+  config.ready_check_timeout_sec = o.ready_check_timeout_sec;
+  return RunMultiTurnTraffic(config, tok);
+}
+
 }  // namespace
 
 StatusOr<std::vector<double>> ParsePercentiles(const std::string& text) {
@@ -215,30 +255,34 @@ StatusOr<OrderedJson> RunBenchServe(const BenchServeOptions& o) {
   PAGELLM_RETURN_IF_ERROR(ResolveServer(o, &plan));
   PAGELLM_RETURN_IF_ERROR(ResolveSampling(o, &plan));
   PAGELLM_ASSIGN_OR_RETURN(auto tok, LoadBenchTokenizer(o, &plan));
-  PAGELLM_ASSIGN_OR_RETURN(std::vector<SampleRequest> samples, LoadDataset(o, *tok));
-  const bool ignore_eos = o.ignore_eos || o.dataset_name == "random" || o.dataset_name == "mixed";
-  std::vector<RequestSpec> specs;
-  for (SampleRequest& s : samples)
-    specs.push_back({o.served_model_name.value_or(o.model), std::move(s.prompt), s.prompt_len, s.expected_output_len,
-                     ignore_eos, plan.extra_body});
-  if (o.ready_check_timeout_sec > 0) {
-    std::printf("Starting initial single prompt test run...\n");
-    std::fflush(stdout);
-    PAGELLM_RETURN_IF_ERROR(WaitForEndpoint(plan, specs[0], o.ready_check_timeout_sec));
-    std::printf("Initial test run completed.\n");
+  std::optional<MultiTurnRunResult> multi_turn;
+  LoadResult run;
+  int64_t num_prompts = o.num_prompts;
+  if (o.dataset_name == "multi-turn") {
+    PAGELLM_ASSIGN_OR_RETURN(multi_turn, RunMultiTurn(o, plan, *tok));
+    run = LoadResult{multi_turn->run.outputs, multi_turn->run.duration_s};
+    num_prompts = o.multi_turn.num_conversations * o.multi_turn.num_turns;
+  } else {
+    PAGELLM_ASSIGN_OR_RETURN(run, RunSingleTurn(o, plan, *tok));
   }
-  PAGELLM_ASSIGN_OR_RETURN(LoadResult run, RunTraffic(o, plan, specs));
   const OutputTokenCounter count_tokens = [&tok](const RequestOutput& out) {
     return static_cast<int64_t>(tok->Encode(out.generated_text).size());
   };
   const BenchmarkMetrics metrics = CalculateMetrics(run.outputs, run.duration_s, plan.percentiles, plan.goodput, count_tokens);
   PrintFailures(run.outputs);
-  ReportSettings settings{NowString(), plan.backend, o.label, o.model, plan.tokenizer_id, o.num_prompts,
+  ReportSettings settings{NowString(), plan.backend, o.label, o.model, plan.tokenizer_id, num_prompts,
                           o.request_rate, o.burstiness, o.max_concurrency, run.duration_s, plan.goodput.enabled(),
                           plan.percentile_metrics};
   std::fputs(FormatResultTable(metrics, settings).c_str(), stdout);
-  std::fflush(stdout);
   OrderedJson result = BuildResultJson(metrics, run.outputs, settings, o.save_detailed);
+  if (multi_turn) {
+    const std::vector<TurnSummary> turns =
+        SummarizeTurns(run.outputs, o.multi_turn.num_turns, plan.percentiles, count_tokens);
+    std::fputs(FormatMultiTurnTable(turns, multi_turn->cache, plan.percentiles).c_str(), stdout);
+    if (!multi_turn->cache) std::fprintf(stderr, "could not scrape /metrics: %s\n", multi_turn->cache_error.c_str());
+    AddMultiTurnJson(turns, *multi_turn, &result);
+  }
+  std::fflush(stdout);
   if (o.save_result) PAGELLM_RETURN_IF_ERROR(SaveResult(o, settings, result));
   return result;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/datasets.h"
+#include "bench/multi_turn.h"
 #include "common/json.h"
 #include "common/status.h"
 
@@ -39,10 +40,11 @@ struct BenchServeOptions {
   std::optional<std::string> served_model_name;  // the API's "model" field if set
   std::optional<std::string> tokenizer;
   // Dataset.
-  std::string dataset_name = "random";  // random | sharegpt | mixed
+  std::string dataset_name = "random";  // random | sharegpt | mixed | multi-turn
   std::string dataset_path;
   RandomDatasetParams random;
   std::optional<int64_t> sharegpt_output_len;
+  MultiTurnParams multi_turn;           // multi-turn: conversations x turns (num_prompts unused)
   int64_t num_prompts = 1000;
   uint64_t seed = 0;
   // Traffic.

@@ -90,29 +90,8 @@ class LoadRun {
   }
 
   asio::awaitable<void> SendOne(size_t i) {
-    const RequestSpec& spec = specs_[i];
-    RequestOutput& out = outputs_[i];
-    out.prompt_len = spec.prompt_len;
-    HttpPost post{target_.http.HostHeader(), target_.path, BuildRequestBody(target_.kind, spec), target_.headers,
-                  target_.idle_timeout};
-    StreamAccumulator acc(target_.kind);
-    SseParser sse;
-    std::vector<std::string> events;
-    const Clock::time_point sent = Clock::now();
-    out.start_time_s = SecondsBetween(start_, sent);
-    auto deliver = [&](double elapsed_s) {
-      for (const std::string& e : events) acc.OnEvent(e, elapsed_s);
-      events.clear();
-    };
-    HttpPostResult result = co_await StreamingPost(endpoints_, post, [&](std::string_view bytes) {
-      sse.Feed(bytes, &events);
-      deliver(SecondsBetween(sent, Clock::now()));
-    });
-    if (result.error.empty()) {
-      sse.Finish(&events);
-      deliver(SecondsBetween(sent, Clock::now()));
-    }
-    acc.Finish(result.error, &out);
+    outputs_[i].prompt_len = specs_[i].prompt_len;
+    co_await StreamOneRequest(target_, endpoints_, BuildRequestBody(target_.kind, specs_[i]), start_, &outputs_[i]);
   }
 
   const LoadTarget& target_;
@@ -128,6 +107,29 @@ class LoadRun {
 };
 
 }  // namespace
+
+asio::awaitable<void> StreamOneRequest(const LoadTarget& target, const asio::ip::tcp::resolver::results_type& endpoints,
+                                       std::string body, Clock::time_point run_start, RequestOutput* out) {
+  HttpPost post{target.http.HostHeader(), target.path, std::move(body), target.headers, target.idle_timeout};
+  StreamAccumulator acc(target.kind);
+  SseParser sse;
+  std::vector<std::string> events;
+  const Clock::time_point sent = Clock::now();
+  out->start_time_s = SecondsBetween(run_start, sent);
+  auto deliver = [&](double elapsed_s) {
+    for (const std::string& e : events) acc.OnEvent(e, elapsed_s);
+    events.clear();
+  };
+  HttpPostResult result = co_await StreamingPost(endpoints, post, [&](std::string_view bytes) {
+    sse.Feed(bytes, &events);
+    deliver(SecondsBetween(sent, Clock::now()));
+  });
+  if (result.error.empty()) {
+    sse.Finish(&events);
+    deliver(SecondsBetween(sent, Clock::now()));
+  }
+  acc.Finish(result.error, out);
+}
 
 StatusOr<LoadResult> RunLoad(const LoadTarget& target, std::span<const RequestSpec> specs,
                              std::span<const double> arrival_offsets_s, int64_t max_concurrency) {

@@ -18,6 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
 #include "bench/http_client.h"
 #include "bench/openai_stream.h"
 #include "bench/serving_metrics.h"
@@ -37,6 +40,14 @@ struct LoadResult {
   std::vector<RequestOutput> outputs;  // [num_requests], in spec order
   double duration_s = 0.0;
 };
+
+// Sends one streaming request with `body` and fills *out (timings relative to the send,
+// start_time_s relative to `run_start`, text, usage, success). Never throws for
+// transport or server failures; they land in out->error.
+boost::asio::awaitable<void> StreamOneRequest(const LoadTarget& target,
+                                              const boost::asio::ip::tcp::resolver::results_type& endpoints,
+                                              std::string body, std::chrono::steady_clock::time_point run_start,
+                                              RequestOutput* out);
 
 // `arrival_offsets_s` has one entry per spec (seconds after the start). max_concurrency
 // <= 0 means unlimited.

@@ -13,7 +13,8 @@ std::string BuildRequestBody(ApiKind kind, const RequestSpec& spec) {
   } else {
     // A plain string content is accepted by every OpenAI-compatible server; vLLM's
     // client wraps the same text in a one-element [{type: text}] list.
-    body["messages"] = Json::array({Json{{"role", "user"}, {"content", spec.prompt}}});
+    body["messages"] = spec.messages.is_array() ? spec.messages
+                                                : Json::array({Json{{"role", "user"}, {"content", spec.prompt}}});
     body["max_completion_tokens"] = spec.max_tokens;
   }
   body["temperature"] = 0.0;
@@ -66,6 +67,13 @@ void StreamAccumulator::OnEvent(std::string_view data, double elapsed_s) {
   if (const auto usage = chunk.find("usage"); usage != chunk.end() && usage->is_object()) {
     const auto tokens = usage->find("completion_tokens");
     if (tokens != usage->end() && tokens->is_number_integer()) usage_completion_tokens_ = tokens->get<int64_t>();
+    const auto prompt = usage->find("prompt_tokens");
+    if (prompt != usage->end() && prompt->is_number_integer()) usage_prompt_tokens_ = prompt->get<int64_t>();
+    const auto details = usage->find("prompt_tokens_details");
+    if (details != usage->end() && details->is_object()) {
+      const auto cached = details->find("cached_tokens");
+      if (cached != details->end() && cached->is_number_integer()) usage_cached_tokens_ = cached->get<int64_t>();
+    }
   }
   const auto choices = chunk.find("choices");
   if (choices == chunk.end() || !choices->is_array() || choices->empty()) return;
@@ -84,6 +92,8 @@ void StreamAccumulator::OnEvent(std::string_view data, double elapsed_s) {
 void StreamAccumulator::Finish(const std::string& transport_error, RequestOutput* out) const {
   out->generated_text = text_;
   out->output_tokens = usage_completion_tokens_;
+  out->server_prompt_tokens = usage_prompt_tokens_;
+  out->server_cached_tokens = usage_cached_tokens_;
   out->ttft_s = ttft_s_;
   out->itl_s = itl_s_;
   out->latency_s = last_event_s_;

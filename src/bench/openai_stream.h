@@ -32,6 +32,9 @@ struct RequestSpec {
   int64_t max_tokens = 0;
   bool ignore_eos = false;
   Json extra_body = Json::object();  // merged last: sampling params, --extra-body
+  // Chat only: the whole conversation ([{role, content}, ...]) to send instead of one
+  // user message holding `prompt` (multi-turn benchmark); null = use `prompt`.
+  Json messages = nullptr;
 };
 
 // Streaming body with stream_options.include_usage, temperature 0 unless extra_body sets
@@ -61,6 +64,8 @@ class StreamAccumulator {
   std::vector<double> itl_s_;
   std::string text_;
   int64_t usage_completion_tokens_ = 0;
+  int64_t usage_prompt_tokens_ = -1;
+  int64_t usage_cached_tokens_ = -1;
   bool done_ = false;
   std::string error_;
 };

@@ -34,6 +34,8 @@ struct RequestOutput {
   bool success = false;
   int64_t prompt_len = 0;       // input tokens as the dataset counted them
   int64_t output_tokens = 0;    // usage.completion_tokens; 0 if the server sent no usage
+  int64_t server_prompt_tokens = -1;  // usage.prompt_tokens; -1 if not reported
+  int64_t server_cached_tokens = -1;  // usage.prompt_tokens_details.cached_tokens; -1 if not reported
   double start_time_s = 0.0;
   double ttft_s = 0.0;
   double latency_s = 0.0;       // E2EL

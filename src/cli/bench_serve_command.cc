@@ -5,6 +5,9 @@
 //       --dataset-name random --random-input-len 1024 --random-output-len 128 \
 //       --num-prompts 200 --request-rate 4 --max-concurrency 32 --goodput ttft:500 tpot:50 \
 //       --save-result --result-dir results/
+//   pagellm bench serve --base-url http://127.0.0.1:8000 --model /models/Qwen3.5-0.8B \
+//       --dataset-name multi-turn --multi-turn-num-conversations 4 --multi-turn-turns 4 \
+//       --multi-turn-input-len 256 --multi-turn-output-len 32 --max-concurrency 4
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -53,8 +56,8 @@ void AddServerFlags(CLI::App* cmd, bench::BenchServeOptions* o) {
 }
 
 void AddDatasetFlags(CLI::App* cmd, bench::BenchServeOptions* o) {
-  cmd->add_option("--dataset-name", o->dataset_name, "random, sharegpt or mixed (30% 512 / 50% 2048 / 20% 16384 "
-                  "input tokens)")->capture_default_str();
+  cmd->add_option("--dataset-name", o->dataset_name, "random, sharegpt, mixed (30% 512 / 50% 2048 / 20% 16384 "
+                  "input tokens) or multi-turn (chat conversations resending their history)")->capture_default_str();
   cmd->add_option("--dataset-path", o->dataset_path, "ShareGPT JSON file for --dataset-name sharegpt");
   cmd->add_option("--random-input-len", o->random.input_len, "input tokens per random prompt")->capture_default_str();
   cmd->add_option("--random-output-len", o->random.output_len, "output tokens per request (random, mixed)")
@@ -64,16 +67,25 @@ void AddDatasetFlags(CLI::App* cmd, bench::BenchServeOptions* o) {
   cmd->add_option("--random-prefix-len", o->random.prefix_len, "shared random prefix tokens before each prompt")
       ->capture_default_str();
   cmd->add_option("--sharegpt-output-len", o->sharegpt_output_len, "fixed output length for sharegpt");
-  cmd->add_option("--num-prompts", o->num_prompts, "number of requests")->capture_default_str();
+  cmd->add_option("--num-prompts", o->num_prompts, "number of requests (not multi-turn)")->capture_default_str();
+  bench::MultiTurnParams* mt = &o->multi_turn;
+  cmd->add_option("--multi-turn-num-conversations", mt->num_conversations, "multi-turn: number of conversations")
+      ->capture_default_str();
+  cmd->add_option("--multi-turn-turns", mt->num_turns, "multi-turn: user turns per conversation")->capture_default_str();
+  cmd->add_option("--multi-turn-input-len", mt->input_len, "multi-turn: new user tokens per turn")->capture_default_str();
+  cmd->add_option("--multi-turn-output-len", mt->output_len, "multi-turn: output tokens per turn (ignore_eos)")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed for the dataset and the arrivals")->capture_default_str();
 }
 
 void AddTrafficFlags(CLI::App* cmd, BenchServeFlags* f) {
   bench::BenchServeOptions* o = &f->options;
-  cmd->add_option("--request-rate", f->request_rate, "requests per second, or inf (all at once)")->capture_default_str();
+  cmd->add_option("--request-rate", f->request_rate, "requests per second (multi-turn: conversation starts per "
+                  "second), or inf (all at once)")->capture_default_str();
   cmd->add_option("--burstiness", f->burstiness, "Gamma shape of the arrival gaps: 1 = Poisson, <1 burstier")
       ->capture_default_str();
-  cmd->add_option("--max-concurrency", o->max_concurrency, "most requests in flight at once");
+  cmd->add_option("--max-concurrency", o->max_concurrency, "most requests in flight at once (multi-turn: "
+                  "conversations at once)");
   cmd->add_option("--num-warmups", o->num_warmups, "warmup requests before the run")->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "send ignore_eos (always on for random and mixed)");
   cmd->add_option("--temperature", o->temperature, "sampling temperature (default 0: greedy)");
