@@ -31,6 +31,16 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
       ->capture_default_str();
   cmd->add_option("--long-prefill-token-threshold", c->long_prefill_token_threshold,
                   "cap on one request's prefill chunk (0: a quarter of --max-num-batched-tokens)");
+  cmd->add_option("--max-prefill-tokens-per-step", c->max_prefill_tokens_per_step,
+                  "prefill tokens per step while requests are decoding, to bound their inter-token "
+                  "latency (0: adaptive, see --max-step-latency-ms)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-step-latency-ms", c->max_step_latency_ms,
+                  "adaptive prefill cap: target duration of a step that carries decodes, from measured "
+                  "step times (0: auto, prefill at most doubles the decode step; -1: off, prefill fills "
+                  "--max-num-batched-tokens)")
+      ->capture_default_str();
   cmd->add_option("--hybrid-state-snapshot-interval", c->hybrid_state_snapshot_interval,
                   "hybrid models: snapshot the GDN state every N KV blocks for prefix caching (0: off)")
       ->capture_default_str();

@@ -44,6 +44,16 @@ struct EngineConfig {
   // (a quarter of max_num_batched_tokens when chunked prefill is on), so one long
   // prompt leaves room for running decodes in every step.
   int32_t long_prefill_token_threshold = 0;
+  // Bound on the decode stall of prefill: in a step that carries decodes, prefill
+  // takes at most this many tokens (all requests; at least one KV block). 0 => the
+  // adaptive cap below.
+  int32_t max_prefill_tokens_per_step = 0;
+  // Adaptive cap: the engine learns step time vs tokens from measured steps and lets
+  // prefill take what fits this step latency next to the running decodes (never less
+  // than one block; no cap when nothing decodes). 0 => auto: prefill may add
+  // max(1, prefilling / decoding requests) times the decodes' own step time (ITL at
+  // most doubles while prompts arrive); < 0 => off (vLLM's behaviour: the budget only).
+  double max_step_latency_ms = 0.0;
   int32_t max_logprobs = 20;
 };
 

@@ -26,6 +26,7 @@
 #include "engine/engine_stats.h"
 #include "engine/memory_plan.h"
 #include "engine/request_output.h"
+#include "engine/step_cost_model.h"
 #include "model/model_loader.h"
 #include "runner/model_runner.h"
 #include "runner/sampler.h"
@@ -109,6 +110,7 @@ class EngineCore {
   std::unordered_map<std::string, std::vector<std::string>> children_;
   std::vector<float>* score_sink_ = nullptr;  // set during ScorePrompt
   std::vector<float> sample_rows_;            // gathered rows when scoring
+  StepCostModel step_cost_;                   // measured step times -> prefill cap (engine_step.cc)
 };
 
 }  // namespace pagellm

@@ -22,9 +22,25 @@ void StampDelta(const SampleState& st, RequestOutput* delta) {
   delta->times = st.times;
 }
 
+// Sets the scheduler's prefill cap for the next step: the user's fixed
+// --max-prefill-tokens-per-step, else what the measured step times allow under
+// --max-step-latency-ms (step_cost_model.h). The scheduler gets a number, no timings.
+void PacePrefill(const EngineConfig& config, const StepCostModel& cost, Scheduler* scheduler) {
+  if (config.max_prefill_tokens_per_step > 0) {
+    scheduler->SetMaxPrefillTokensPerStep(config.max_prefill_tokens_per_step);
+    return;
+  }
+  StepMix mix;
+  mix.num_decodes = scheduler->num_running_decodes();
+  mix.num_prefilling = scheduler->num_waiting() + scheduler->num_running() - mix.num_decodes;
+  scheduler->SetMaxPrefillTokensPerStep(PrefillTokenCap(cost, mix, config.max_step_latency_ms / 1000.0));
+}
+
 }  // namespace
 
 Status EngineCore::Step() {
+  const double step_start_s = Now();
+  PacePrefill(config_, step_cost_, scheduler_.get());
   SchedulerOutput out = scheduler_->Schedule();
   for (const std::string& id : out.finished_ids) EmitAbort(id);
   RecordStepStats(out);
@@ -60,6 +76,8 @@ Status EngineCore::Step() {
     if (done) samples_.erase(it);
   }
   RefreshGauges();  // so readers see the state after this step, not before it
+  // The whole step is what a decoding request waits between two tokens.
+  step_cost_.Observe(out.total_num_new_tokens, Now() - step_start_s);
   for (auto it = children_.begin(); it != children_.end();) {
     bool alive = std::any_of(it->second.begin(), it->second.end(), [&](const std::string& c) { return samples_.count(c) > 0; });
     it = alive ? std::next(it) : children_.erase(it);

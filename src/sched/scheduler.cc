@@ -36,7 +36,20 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& co
 Scheduler::Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCacheManager> kv)
     : config_(config), kv_(std::move(kv)), state_slots_(config.num_state_slots),
       snapshots_(std::max(config.num_state_snapshots, 0)),
-      capacity_(kv_.get(), &state_slots_) {}
+      capacity_(kv_.get(), &state_slots_) {
+  SetMaxPrefillTokensPerStep(config.batch.max_prefill_tokens_per_step);
+}
+
+void Scheduler::SetMaxPrefillTokensPerStep(int32_t num_tokens) {
+  PAGELLM_CHECK(num_tokens >= 0);
+  max_prefill_tokens_per_step_ = num_tokens > 0 ? std::max(num_tokens, kv_->block_size()) : 0;
+}
+
+int32_t Scheduler::num_running_decodes() const {
+  return static_cast<int32_t>(std::count_if(running_.begin(), running_.end(), [](const Request* req) {
+    return req->num_tokens() - req->num_computed_tokens() == 1;
+  }));
+}
 
 Status Scheduler::AddRequest(std::unique_ptr<Request> request) {
   PAGELLM_CHECK(request != nullptr && request->status() == RequestStatus::kWaiting);
@@ -75,7 +88,9 @@ SchedulerOutput Scheduler::Schedule() {
   out.finished_ids = std::move(finished_ids_);
   finished_ids_.clear();
   ProcessAborts(&out);
-  TokenBudget budget(config_.batch);
+  BatchLimits limits = config_.batch;
+  limits.max_prefill_tokens_per_step = max_prefill_tokens_per_step_;
+  TokenBudget budget(limits, /*decodes_running=*/num_running_decodes() > 0);
   std::vector<Request*> preempted;
   ScheduleRunning(&budget, &out, &preempted);
   // NOTE: as in vLLM, a step that had to preempt admits nobody: memory is short.

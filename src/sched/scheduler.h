@@ -14,11 +14,13 @@
 // fills the token budget with RUNNING requests first, in admission order (decodes and
 // continuing prefill chunks), then admits WAITING requests in FCFS order (preempted
 // ones first), up to max_num_seqs running. Which tokens fit in the step is TokenBudget's
-// decision; whether their KV fits is CapacityScheduler's (which preempts the most
-// recently admitted request by recompute). Accepted work is never dropped: a
-// preempted request resumes by recomputing prompt + output, mostly from the prefix
-// cache. A waiting request whose next prefix block is being computed by another request
-// in this very step is deferred one step so it can hit it (n > 1 sharing).
+// decision (in a step that carries decodes, prefill gets at most the cap the engine
+// sets from its step-time model: SetMaxPrefillTokensPerStep); whether their KV fits is
+// CapacityScheduler's (which preempts the most recently admitted request by
+// recompute). Accepted work is never dropped: a preempted request resumes by
+// recomputing prompt + output, mostly from the prefix cache. A waiting request whose
+// next prefix block is being computed by another request in this very step is
+// deferred one step so it can hit it (n > 1 sharing).
 //
 // Single-threaded: the engine loop calls every method from one thread.
 #pragma once
@@ -86,6 +88,15 @@ class Scheduler {
                                                 std::span<const int32_t> sampled_token_ids,
                                                 std::span<const std::string> stopped_ids = {});
 
+  // Prefill tokens per step while decodes are running (0: no cap), replacing
+  // config.batch.max_prefill_tokens_per_step from the next Schedule() on. The engine
+  // sets it before each step from its measured step times (the scheduler sees only
+  // this number). A cap below one KV block is raised to a block, so prompts progress.
+  void SetMaxPrefillTokensPerStep(int32_t num_tokens);
+  int32_t max_prefill_tokens_per_step() const { return max_prefill_tokens_per_step_; }
+  // Running requests whose next step is a decode (exactly one uncomputed token).
+  int32_t num_running_decodes() const;
+
   bool HasUnfinishedRequests() const { return !requests_.empty(); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
@@ -126,6 +137,7 @@ class Scheduler {
   std::vector<Request*> running_;                // admission order; preemption pops the back
   std::vector<std::string> pending_abort_ids_;   // applied at the next Schedule()
   std::vector<std::string> finished_ids_;        // reported by the next Schedule()
+  int32_t max_prefill_tokens_per_step_ = 0;      // effective cap (block floor applied)
 };
 
 }  // namespace pagellm

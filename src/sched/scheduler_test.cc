@@ -24,12 +24,14 @@ struct Opts {
   bool caching = false;
   bool chunked = true;
   int32_t max_prefill_tokens_per_step = 0;
+  int32_t long_prefill_token_threshold = 0;
 };
 
 std::unique_ptr<Scheduler> MakeScheduler(const Opts& o) {
   SchedulerConfig config;
   config.batch = {.max_num_batched_tokens = o.budget, .max_num_seqs = o.max_num_seqs,
                   .enable_chunked_prefill = o.chunked,
+                  .long_prefill_token_threshold = o.long_prefill_token_threshold,
                   .max_prefill_tokens_per_step = o.max_prefill_tokens_per_step};
   config.kv_cache = {.num_blocks = o.num_blocks, .block_size = 4,
                      .enable_prefix_caching = o.caching};
@@ -122,6 +124,66 @@ TEST(SchedulerTest, DecodesGoFirstAndPrefillIsCapped) {
     EXPECT_THAT(Ids(out), ElementsAre("short", "long"));
     EXPECT_THAT(NumNew(out), ElementsAre(1, 4));  // the prefill share, not the budget left
   }
+}
+
+TEST(SchedulerTest, PrefillCapAppliesOnlyWhileDecodesRun) {
+  auto sched = MakeScheduler({.budget = 64, .max_prefill_tokens_per_step = 8});
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("short", Iota(3), 2)).ok());
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("long", Iota(40, 500), 2)).ok());
+  SchedulerOutput out = Step(*sched);
+  EXPECT_THAT(NumNew(out), ElementsAre(3, 40));  // nothing decodes yet: the full budget
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("next", Iota(30, 900), 2)).ok());
+  out = Step(*sched);  // both decode (and finish); "next" gets the cap only
+  EXPECT_THAT(Ids(out), ElementsAre("short", "long", "next"));
+  EXPECT_THAT(NumNew(out), ElementsAre(1, 1, 8));
+  EXPECT_EQ(sched->num_running_decodes(), 0);
+  out = Step(*sched);  // no decode left: "next" takes the rest at once
+  EXPECT_THAT(NumNew(out), ElementsAre(22));
+  EXPECT_EQ(sched->num_running_decodes(), 1);
+}
+
+TEST(SchedulerTest, EngineSetCapIsRaisedToOneBlockSoPromptsProgress) {
+  auto sched = MakeScheduler({.budget = 64, .max_prefill_tokens_per_step = 8});
+  EXPECT_EQ(sched->max_prefill_tokens_per_step(), 8);
+  sched->SetMaxPrefillTokensPerStep(1);
+  EXPECT_EQ(sched->max_prefill_tokens_per_step(), 4);  // block_size
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("short", Iota(3), 20)).ok());
+  Step(*sched);
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("long", Iota(10, 500), 2)).ok());
+  for (int32_t want : {4, 4, 2}) EXPECT_THAT(NumNew(Step(*sched)), ElementsAre(1, want));
+  sched->SetMaxPrefillTokensPerStep(0);  // off: overrides the config's 8 too
+  EXPECT_EQ(sched->max_prefill_tokens_per_step(), 0);
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("big", Iota(30, 700), 2)).ok());
+  EXPECT_THAT(NumNew(Step(*sched)), ElementsAre(1, 1, 30));
+}
+
+TEST(SchedulerTest, PrefillCapAndLongPrefillThresholdSplitAStepsPrefill) {
+  auto sched = MakeScheduler({.budget = 64, .max_prefill_tokens_per_step = 5,
+                              .long_prefill_token_threshold = 3});
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("d", Iota(2), 10)).ok());
+  Step(*sched);
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("a", Iota(9, 100), 2)).ok());
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("b", Iota(9, 200), 2)).ok());
+  SchedulerOutput out = Step(*sched);
+  EXPECT_THAT(Ids(out), ElementsAre("d", "a", "b"));
+  EXPECT_THAT(NumNew(out), ElementsAre(1, 3, 2));  // 3 per request, 5 per step
+  out = Step(*sched);  // running first: a's next chunk, then b's
+  EXPECT_THAT(NumNew(out), ElementsAre(1, 3, 2));
+}
+
+TEST(SchedulerTest, WithoutChunkingTheCapLetsOneWholePromptPerStep) {
+  auto sched = MakeScheduler({.budget = 32, .max_model_len = 32, .chunked = false,
+                              .max_prefill_tokens_per_step = 4});
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("d", Iota(2), 10)).ok());
+  Step(*sched);
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("b", Iota(10, 100), 3)).ok());
+  ASSERT_TRUE(sched->AddRequest(MakeRequest("c", Iota(6, 200), 3)).ok());
+  SchedulerOutput out = Step(*sched);
+  EXPECT_THAT(Ids(out), ElementsAre("d", "b"));  // b whole despite the cap; c waits
+  EXPECT_THAT(NumNew(out), ElementsAre(1, 10));
+  out = Step(*sched);
+  EXPECT_THAT(Ids(out), ElementsAre("d", "b", "c"));
+  EXPECT_THAT(NumNew(out), ElementsAre(1, 1, 6));
 }
 
 TEST(SchedulerTest, WithoutChunkingAPromptWaitsUntilItFitsWhole) {

@@ -19,25 +19,21 @@ Status BatchLimits::Validate(int32_t max_model_len) const {
     return InvalidArgumentError("long_prefill_token_threshold and max_prefill_tokens_per_step "
                                 "must be >= 0 (0 disables them)");
   }
-  if (!enable_chunked_prefill) {
-    // Without chunking a whole prompt (or a recomputed prompt + output) must fit in one
-    // step, or it could never run.
-    const int32_t step_limit = max_prefill_tokens_per_step > 0
-                                   ? std::min(max_num_batched_tokens, max_prefill_tokens_per_step)
-                                   : max_num_batched_tokens;
-    if (step_limit < max_model_len) {
-      return InvalidArgumentError(fmt::format(
-          "without chunked prefill the per-step token limit ({}) must be >= max_model_len ({})",
-          step_limit, max_model_len));
-    }
+  // Without chunking a whole prompt (or a recomputed prompt + output) must fit in one
+  // step, or it could never run. The prefill cap cannot block it: a step's first prompt
+  // is exempt from it.
+  if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len) {
+    return InvalidArgumentError(fmt::format(
+        "without chunked prefill the per-step token limit ({}) must be >= max_model_len ({})",
+        max_num_batched_tokens, max_model_len));
   }
   return OkStatus();
 }
 
-TokenBudget::TokenBudget(const BatchLimits& limits)
+TokenBudget::TokenBudget(const BatchLimits& limits, bool decodes_running)
     : limits_(limits),
       num_tokens_left_(limits.max_num_batched_tokens),
-      num_prefill_tokens_left_(limits.max_prefill_tokens_per_step > 0
+      num_prefill_tokens_left_(decodes_running && limits.max_prefill_tokens_per_step > 0
                                    ? limits.max_prefill_tokens_per_step
                                    : std::numeric_limits<int32_t>::max()) {}
 
@@ -50,7 +46,10 @@ int32_t TokenBudget::Choose(int32_t num_uncomputed_tokens) const {
     if (limits_.enable_chunked_prefill && limits_.long_prefill_token_threshold > 0) {
       num_wanted = std::min(num_wanted, limits_.long_prefill_token_threshold);
     }
-    limit = std::min(limit, num_prefill_tokens_left_);
+    // NOTE: an unsplittable prompt is exempt from the cap when it is the step's first
+    // prefill, so prompts keep progressing (one per step) however small the cap.
+    const bool exempt = !limits_.enable_chunked_prefill && num_scheduled_prefill_tokens_ == 0;
+    if (!exempt) limit = std::min(limit, num_prefill_tokens_left_);
   }
   if (num_wanted <= limit) return num_wanted;
   if (!is_prefill || !limits_.enable_chunked_prefill) return 0;
@@ -60,9 +59,11 @@ int32_t TokenBudget::Choose(int32_t num_uncomputed_tokens) const {
 void TokenBudget::Charge(int32_t num_new_tokens, int32_t num_uncomputed_tokens) {
   PAGELLM_CHECK(num_new_tokens >= 1 && num_new_tokens <= num_tokens_left_);
   num_tokens_left_ -= num_new_tokens;
-  if (num_uncomputed_tokens > 1 &&
-      num_prefill_tokens_left_ != std::numeric_limits<int32_t>::max()) {
-    PAGELLM_CHECK(num_new_tokens <= num_prefill_tokens_left_);
+  if (num_uncomputed_tokens <= 1) return;
+  num_scheduled_prefill_tokens_ += num_new_tokens;
+  if (num_prefill_tokens_left_ != std::numeric_limits<int32_t>::max()) {
+    // Only the exempt first prompt (chunking off) may overdraw the prefill share.
+    PAGELLM_CHECK(num_new_tokens <= num_prefill_tokens_left_ || !limits_.enable_chunked_prefill);
     num_prefill_tokens_left_ -= num_new_tokens;
   }
 }

@@ -55,6 +55,42 @@ TEST(TokenBudgetTest, PrefillCapPerStepLeavesRoomForDecodes) {
   EXPECT_EQ(budget.num_scheduled_tokens(), 7);
 }
 
+TEST(TokenBudgetTest, PrefillCapIsLiftedWhenNoDecodeRuns) {
+  BatchLimits limits{.max_num_batched_tokens = 16, .max_prefill_tokens_per_step = 6};
+  TokenBudget budget(limits, /*decodes_running=*/false);
+  EXPECT_EQ(budget.Choose(10), 10);
+  budget.Charge(10, 10);
+  EXPECT_EQ(budget.Choose(9), 6);  // only the step budget limits it
+  EXPECT_EQ(budget.num_scheduled_prefill_tokens(), 10);
+}
+
+TEST(TokenBudgetTest, PrefillCapAndLongPrefillThresholdBothApply) {
+  BatchLimits limits{.max_num_batched_tokens = 64, .long_prefill_token_threshold = 4,
+                     .max_prefill_tokens_per_step = 10};
+  TokenBudget budget(limits, /*decodes_running=*/true);
+  EXPECT_EQ(budget.Choose(1), 1);
+  budget.Charge(1, 1);
+  for (int32_t want : {4, 4, 2}) {  // per request 4, per step 10 in all
+    EXPECT_EQ(budget.Choose(30), want);
+    budget.Charge(want, 30);
+  }
+  EXPECT_EQ(budget.Choose(30), 0);
+  EXPECT_EQ(budget.Choose(1), 1);  // decodes are not prefill
+}
+
+TEST(TokenBudgetTest, WithoutChunkingTheFirstPromptOfAStepIsExemptFromTheCap) {
+  BatchLimits limits{.max_num_batched_tokens = 32, .enable_chunked_prefill = false,
+                     .max_prefill_tokens_per_step = 4};
+  TokenBudget budget(limits, /*decodes_running=*/true);
+  EXPECT_EQ(budget.Choose(1), 1);
+  budget.Charge(1, 1);
+  EXPECT_EQ(budget.Choose(10), 10);  // whole, although 10 > 4: else it could never run
+  budget.Charge(10, 10);
+  EXPECT_EQ(budget.Choose(2), 0);  // the cap holds for the rest of the step
+  EXPECT_EQ(budget.Choose(1), 1);
+  EXPECT_EQ(budget.num_scheduled_prefill_tokens(), 10);
+}
+
 TEST(TokenBudgetTest, WithoutChunkingAPromptFitsWholeOrNotAtAll) {
   BatchLimits limits{.max_num_batched_tokens = 10, .enable_chunked_prefill = false};
   TokenBudget budget(limits);
@@ -75,6 +111,10 @@ TEST(TokenBudgetTest, ValidateRejectsUnschedulableConfigs) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("1024"), std::string::npos) << s;
   EXPECT_NE(s.message().find("512"), std::string::npos) << s;
+  // The prefill cap cannot make a prompt unschedulable (the first one is exempt).
+  EXPECT_TRUE((BatchLimits{.max_num_batched_tokens = 1024, .enable_chunked_prefill = false,
+                           .max_prefill_tokens_per_step = 16}.Validate(1024).ok()));
+  EXPECT_FALSE(BatchLimits{.max_prefill_tokens_per_step = -1}.Validate(16).ok());
 }
 
 }  // namespace

@@ -134,6 +134,34 @@ TEST_P(EngineE2eTest, ChunkedPrefillAtSeveralChunkSizesMatchesAlone) {
   }
 }
 
+TEST_P(EngineE2eTest, PrefillCapNextToDecodesKeepsTokens) {
+  // A 64-token budget prefills the four short prompts and 7 tokens of r4 in the first
+  // step; from then on r0-r3 decode, and the remaining 143 prompt tokens must come in
+  // capped chunks of one block (16) per step next to them.
+  std::vector<PromptSpec> specs = MixedPrompts(24);
+  RunResult want = Reference(specs);
+  for (const char* mode : {"fixed", "adaptive"}) {
+    EngineConfig c = Config();
+    c.max_num_batched_tokens = 64;
+    c.long_prefill_token_threshold = 64;
+    if (std::string(mode) == "fixed") {
+      c.max_prefill_tokens_per_step = 16;
+    } else {
+      c.max_step_latency_ms = 1e-6;  // below any decode step: the cap falls to one block
+    }
+    auto core = Make(c);
+    int64_t max_later_step_tokens = 0;
+    RunResult got = RunConcurrently(*core, specs, [&](int64_t step) {
+      if (step >= 2) max_later_step_tokens = std::max(max_later_step_tokens, core->stats().last_step_tokens);
+    });
+    EXPECT_EQ(core->scheduler().max_prefill_tokens_per_step(), 16) << mode;
+    EXPECT_LE(max_later_step_tokens, 16 + 6) << mode;  // one block of prefill + the decodes
+    EXPECT_GE(got.num_steps, 1 + (143 + 15) / 16) << mode;
+    ExpectSameTokens(got, want, mode);
+    ExpectNoLeak(*core);
+  }
+}
+
 TEST_P(EngineE2eTest, PreemptionUnderTinyKvBudgetKeepsTokensAndFreesAll) {
   auto big = Make(Config());
   int64_t bytes_per_block = big->memory_plan().kv_cache_bytes / big->memory_plan().num_blocks;
