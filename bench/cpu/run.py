@@ -13,6 +13,11 @@ DRAM read bandwidth, vdpbf16ps peak) and then, for each precision row and case, 
   batch    16 prompts of 16 tokens, 64 generated each    -> generated tokens/s
   ctx      1 prompt of --ctx-len tokens, 33 generated   -> decode tokens/s at that context,
            timed after the first generated token (pagellm: `pagellm generate`'s timing line)
+  taken    "one core taken": decode and batch again while a busy loop pinned to core 1
+           (taskset) competes with both engines' 2 threads -> slowdown = idle / taken
+           tokens/s for each (idle figures from the decode/batch cases of the same run)
+Row q8_0-gemv is q8_0 with PAGELLM_Q8_0_GEMM=0 (every batch size on the GEMV, the Q8_0
+path before the GEMM); it has no llama.cpp column of its own (compare with q8_0's).
 Every figure is the median of --runs runs (1 with --quick); the load average is recorded with
 each run. Prints a table with pagellm/llama.cpp ratios and the fraction of the ceiling:
 decode/batch/ctx vs read bandwidth / bytes read per step (weights, plus KV for ctx),
@@ -37,7 +42,10 @@ ROWS = {
     "bf16": {"model": "hf", "flags": [], "llama": ["f16", "bf16"], "weight_bytes": "bf16"},
     "int8": {"model": "hf", "flags": ["--quantization", "int8"], "llama": ["q8_0"], "weight_bytes": "int8"},
     "q8_0": {"model": "q8_0", "flags": [], "llama": ["q8_0"], "weight_bytes": "q8_0"},
+    "q8_0-gemv": {"model": "q8_0", "flags": [], "llama": [], "weight_bytes": "q8_0",
+                  "env": {"PAGELLM_Q8_0_GEMM": "0"}},
 }
+TAKEN_CASES = ("decode", "batch")
 
 
 def load():
@@ -79,27 +87,27 @@ def model_bytes(hf, ggufs):
             "embed_params": c["vocab_size"] * c["hidden_size"]}
 
 
-def pagellm_run(args, model, flags, num_prompts, input_len, output_len, seed):
+def pagellm_run(args, model, flags, num_prompts, input_len, output_len, seed, env=None):
     out_json = os.path.join(args.work, "pagellm_result.json")
     max_len = input_len + output_len + 16
     cmd = [args.pagellm, "bench", "throughput", "--model", model, "--num-prompts", str(num_prompts),
            "--input-len", str(input_len), "--output-len", str(output_len), "--seed", str(seed),
            "--output-json", out_json, "--max-model-len", str(max_len),
            "--kv-cache-memory", str(int(num_prompts * max_len * 120000 + (64 << 20)))] + flags
-    sh(cmd, THREAD_ENV)
+    sh(cmd, dict(THREAD_ENV, **(env or {})))
     with open(out_json) as f:
         return json.load(f)["elapsed_time"]
 
 
-def pagellm_case(args, model, flags, case, seed):
+def pagellm_case(args, model, flags, case, seed, env=None):
     """Returns the case's figure (tokens/s) for one run."""
     if case == "prefill":
-        return 512 / pagellm_run(args, model, flags, 1, 512, 1, seed)
+        return 512 / pagellm_run(args, model, flags, 1, 512, 1, seed, env)
     if case == "decode":
-        return args.decode_len / pagellm_run(args, model, flags, 1, 16, args.decode_len, seed)
+        return args.decode_len / pagellm_run(args, model, flags, 1, 16, args.decode_len, seed, env)
     if case == "batch":
-        return 16 * args.batch_len / pagellm_run(args, model, flags, 16, 16, args.batch_len, seed)
-    return pagellm_ctx_decode(args, model, flags, seed)
+        return 16 * args.batch_len / pagellm_run(args, model, flags, 16, 16, args.batch_len, seed, env)
+    return pagellm_ctx_decode(args, model, flags, seed, env)
 
 
 def random_prompt(length, seed):
@@ -108,7 +116,7 @@ def random_prompt(length, seed):
     return [rng.randrange(1000, 100000) for _ in range(length)]
 
 
-def pagellm_ctx_decode(args, model, flags, seed):
+def pagellm_ctx_decode(args, model, flags, seed, env=None):
     """Decode tok/s after a --ctx-len prompt, from `pagellm generate`'s timing line (it times
     generated tokens after the first, so the long prefill's run-to-run noise stays out)."""
     max_len = args.ctx_len + 48
@@ -116,7 +124,7 @@ def pagellm_ctx_decode(args, model, flags, seed):
     cmd = [args.pagellm, "generate", "--model", model, "--prompt-ids", ids, "--max-tokens", "33",
            "--min-tokens", "33", "--ignore-eos", "--temperature", "0", "--max-model-len", str(max_len),
            "--kv-cache-memory", str(int(max_len * 120000 + (64 << 20))), "--output-format", "json"] + flags
-    res = subprocess.run(cmd, env=dict(os.environ, **THREAD_ENV), capture_output=True, text=True)
+    res = subprocess.run(cmd, env=dict(os.environ, **THREAD_ENV, **(env or {})), capture_output=True, text=True)
     m = re.search(r"output (\d+) tokens .*decode ([0-9.]+) tokens/s", res.stderr + res.stdout)
     if res.returncode != 0 or not m or int(m.group(1)) != 33:
         sys.exit(f"pagellm generate failed ({res.returncode}):\n{res.stderr[-3000:]}")
@@ -159,6 +167,51 @@ def ceiling(case, row, b, ceil, ctx_len):
     return None
 
 
+def run_case(args, row, case, models, ggufs, runs, log, suffix=""):
+    """Median tok/s of pagellm and of each llama.cpp type for one row and case."""
+    r = ROWS[row]
+    pg, pg_load = median_of(lambda i: pagellm_case(args, models[r["model"]], r["flags"], case, i, r.get("env")),
+                            runs, log, f"pagellm {row} {case}{suffix}")
+    refs = {}
+    for t in r["llama"]:
+        refs[t] = median_of(lambda i: llama_case(args, ggufs[t], case, i), runs, log, f"llama.cpp {t} {case}{suffix}")[0]
+    return pg, pg_load, refs
+
+
+class BusyCore:
+    """A busy loop pinned to one core (taskset) for the length of a `with` block: the
+    "one core taken by another process" scenario. Ends only the process it started."""
+
+    def __init__(self, core):
+        self.core = core
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(["taskset", "-c", str(self.core), "sh", "-c", "while :; do :; done"])
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def run_taken(args, row, models, ggufs, table, runs, log):
+    """Decode and batch with one core taken; slowdown against the idle figures (from the
+    table when those cases ran, else measured here first)."""
+    out = []
+    for case in TAKEN_CASES:
+        idle = next((t for t in table if t["row"] == row and t["case"] == case), None)
+        if idle is None:
+            pg, pg_load, refs = run_case(args, row, case, models, ggufs, runs, log)
+            idle = {"pagellm": pg, "llama": refs}
+        with BusyCore(os.cpu_count() - 1):
+            pg, pg_load, refs = run_case(args, row, case, models, ggufs, runs, log, " (1 core taken)")
+        out.append({"row": row, "case": case, "pagellm": pg, "load": pg_load, "llama": refs,
+                    "pagellm_slowdown": idle["pagellm"] / pg,
+                    "llama_slowdown": {t: idle["llama"][t] / v for t, v in refs.items()}})
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pagellm", default=os.path.join(ROOT, "build", "pagellm"))
@@ -168,8 +221,8 @@ def main():
     p.add_argument("--ctx-len", type=int, default=8192)
     p.add_argument("--decode-len", type=int, default=128, help="tokens generated in the decode case")
     p.add_argument("--batch-len", type=int, default=64, help="tokens generated per sequence in the batch case")
-    p.add_argument("--only", default="bf16,int8,q8_0", help="precision rows to run")
-    p.add_argument("--cases", default="prefill,decode,batch,ctx")
+    p.add_argument("--only", default="bf16,int8,q8_0", help="precision rows to run (also q8_0-gemv)")
+    p.add_argument("--cases", default="prefill,decode,batch,ctx,taken")
     p.add_argument("--json", default="", help="write every run's figures and loads here")
     args = p.parse_args()
     runs = 1 if args.quick else args.runs
@@ -178,22 +231,20 @@ def main():
     ceil = json.loads(sh([ceil_exe], {"OMP_NUM_THREADS": "2", "OMP_PROC_BIND": "true"}))
     print(f"ceilings (2 threads, load {load():.2f}): {json.dumps(ceil)}", flush=True)
     models = {"hf": hf, "q8_0": ggufs["q8_0"]}
-    table, log = [], []
+    table, taken, log = [], [], []
     for row in args.only.split(","):
-        r = ROWS[row]
         for case in args.cases.split(","):
-            pg, pg_load = median_of(lambda i: pagellm_case(args, models[r["model"]], r["flags"], case, i),
-                                    runs, log, f"pagellm {row} {case}")
-            refs = {}
-            for t in r["llama"]:
-                refs[t] = median_of(lambda i: llama_case(args, ggufs[t], case, i), runs, log,
-                                    f"llama.cpp {t} {case}")[0]
+            if case == "taken":
+                taken += run_taken(args, row, models, ggufs, table, runs, log)
+                continue
+            pg, pg_load, refs = run_case(args, row, case, models, ggufs, runs, log)
             table.append({"row": row, "case": case, "pagellm": pg, "load": pg_load, "llama": refs,
                           "ceiling": ceiling(case, row, b, ceil, args.ctx_len)})
     print_table(table, ceil, args, runs)
+    print_taken(taken, args)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"ceilings": ceil, "bytes": b, "table": table, "runs": log,
+            json.dump({"ceilings": ceil, "bytes": b, "table": table, "taken": taken, "runs": log,
                        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f, indent=2)
 
 
@@ -202,13 +253,25 @@ def print_table(table, ceil, args, runs):
              "batch": f"16 seqs x {args.batch_len} (output tok/s)", "ctx": f"decode at {args.ctx_len} ctx (tok/s)"}
     print(f"\nmedians of {runs} run(s); ceilings: read {ceil['read_gbps']} GB/s, "
           f"bf16 {ceil['bf16_gflops']} GFLOP/s, AMX {'yes' if ceil['amx'] else 'no'}")
-    print(f"{'row':5} {'case':30} {'pagellm':>9} {'load':>5}  {'llama.cpp (type: tok/s, pagellm/llama)':42} "
+    print(f"{'row':9} {'case':30} {'pagellm':>9} {'load':>5}  {'llama.cpp (type: tok/s, pagellm/llama)':42} "
           f"{'ceiling':>8} {'frac':>5}")
     for t in table:
         refs = ", ".join(f"{k}: {v:.2f} {t['pagellm'] / v:.2f}x" for k, v in t["llama"].items())
         cap = t["ceiling"]
         cap_s = f"{cap:8.1f} {t['pagellm'] / cap:5.2f}" if cap else f"{'-':>8} {'-':>5}"
-        print(f"{t['row']:5} {names[t['case']]:30} {t['pagellm']:9.2f} {t['load']:5.2f}  {refs:42} {cap_s}")
+        print(f"{t['row']:9} {names[t['case']]:30} {t['pagellm']:9.2f} {t['load']:5.2f}  {refs:42} {cap_s}")
+
+
+def print_taken(taken, args):
+    if not taken:
+        return
+    names = {"decode": f"decode 1 seq x{args.decode_len}", "batch": f"16 seqs x {args.batch_len}"}
+    print("\none core taken (busy loop pinned to the last core; slowdown = idle / taken tok/s)")
+    print(f"{'row':9} {'case':18} {'pagellm':>9} {'slowdown':>8} {'load':>5}  llama.cpp (type: tok/s, slowdown)")
+    for t in taken:
+        refs = ", ".join(f"{k}: {v:.2f} {t['llama_slowdown'][k]:.2f}x" for k, v in t["llama"].items())
+        print(f"{t['row']:9} {names[t['case']]:18} {t['pagellm']:9.2f} {t['pagellm_slowdown']:7.2f}x "
+              f"{t['load']:5.2f}  {refs}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 #include "backend/cpu/int8_gemm.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -32,23 +34,40 @@ uint8_t* ThreadScratch(size_t bytes) {
   return buf.get();
 }
 
+// One block of 32 activations -> 32 int8 (xor 0x80 when `offset`) and the widened scale,
+// the same bytes as QuantizeRowQ8_0: amax, d = fp16(amax / 127), q = rne(x * (127 / amax))
+// (vcvtps2dq rounds to nearest even, like std::nearbyint in the default environment).
+inline float QuantizeBlock(const float* x, bool offset, uint8_t* q) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4], amax = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  const float max_abs = _mm_cvtss_f32(m);
+  const uint16_t d = F32ToF16(max_abs / 127.0f);
+  const __m256 id = _mm256_set1_ps(max_abs != 0.0f ? 127.0f / max_abs : 0.0f);
+  __m256i n[4];
+  for (int i = 0; i < 4; ++i) n[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
+  // packs interleave the 128-bit lanes; the permute restores element order.
+  const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
+  __m256i out = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  if (offset) out = _mm256_xor_si256(out, _mm256_set1_epi8(static_cast<char>(0x80)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), out);
+  return F16ToF32(d);
+}
+
 // x [M, K] -> q [M, K] (xor 0x80 when `offset`) and d [M, nb], rows in parallel.
 void QuantizeActs(const float* x, int64_t num_rows, int64_t k, bool offset, uint8_t* q, float* d) {
   const int64_t nb = k / kQ8_0BlockElements;
-#pragma omp parallel
-  {
-    std::vector<BlockQ8_0> row(static_cast<size_t>(nb));
-#pragma omp for schedule(static)
-    for (int64_t m = 0; m < num_rows; ++m) {
-      QuantizeRowQ8_0(x + m * k, k, row.data());
-      uint8_t* qm = q + m * k;
-      for (int64_t b = 0; b < nb; ++b) {
-        d[m * nb + b] = F16ToF32(row[static_cast<size_t>(b)].d);
-        for (int i = 0; i < kQ8_0BlockElements; ++i) {
-          const auto v = static_cast<uint8_t>(row[static_cast<size_t>(b)].qs[i]);
-          qm[b * kQ8_0BlockElements + i] = offset ? static_cast<uint8_t>(v ^ 0x80u) : v;
-        }
-      }
+#pragma omp parallel for schedule(static)
+  for (int64_t m = 0; m < num_rows; ++m) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t i = m * k + b * kQ8_0BlockElements;
+      d[m * nb + b] = QuantizeBlock(x + i, offset, q + i);
     }
   }
 }

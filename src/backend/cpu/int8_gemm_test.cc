@@ -118,6 +118,17 @@ TEST(Int8Gemm, SaturatedBlocksHandComputed) {
   }
 }
 
+// Activation quantization ties: amax 127 gives id = 1, so x + 0.5 values round half to
+// even (2.5 -> 2, -3.5 -> -4); the kernels' vector quantizer must give the same bytes.
+TEST(Int8Gemm, ActivationRoundingTiesMatchReference) {
+  const int64_t m = 3, n = 17, k = 64;
+  Problem p = MakeProblem(m, n, k, false, 5);
+  for (int64_t i = 0; i < m * k; ++i) p.x[static_cast<size_t>(i)] = static_cast<float>(i % 61 - 30) + 0.5f;
+  for (int64_t r = 0; r < m; ++r) p.x[static_cast<size_t>(r * k)] = 127.0f, p.x[static_cast<size_t>(r * k + 32)] = -127.0f;
+  const std::vector<float> want = RunReference(p.args);
+  for (bool avx512 : Isas()) EXPECT_EQ(RunGemm(p.args, avx512), want) << avx512;
+}
+
 // The scalar oracle against the reference backend (double sums): fp32 rounding only.
 // |err| <= 1e-5 * S + 1e-6, S = sum over blocks of |terms| (as the conformance test).
 TEST(Int8Gemm, ScalarReferenceMatchesReferenceBackend) {

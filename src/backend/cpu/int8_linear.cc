@@ -1,7 +1,9 @@
 #include "backend/cpu/int8_linear.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/int8_gemv.h"
@@ -14,6 +16,16 @@ namespace pagellm {
 namespace {
 
 int64_t PadTo64(int64_t k) { return (k + 63) / 64 * 64; }
+
+// PAGELLM_Q8_0_GEMM=0 sends every batch size to the GEMV (the Q8_0 path before the GEMM
+// existed), so a benchmark can compare both in one build and one run.
+bool Q8_0GemmEnabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("PAGELLM_Q8_0_GEMM");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return enabled;
+}
 
 // x [M, K] -> q [M, k_padded] (zero padded) and scale [M], rows in parallel.
 void QuantizeRowsInt8(const float* x, int64_t num_rows, int64_t k, int64_t k_padded, int8_t* q, float* scale) {
@@ -101,7 +113,7 @@ void RunQ8_0(const TensorView& weight, const float* x, int64_t num_rows, const f
              const Int8KernelChoice& choice) {
   const int64_t k = weight.dim(1), nb = k / kQ8_0BlockElements;
   const auto* w = static_cast<const BlockQ8_0*>(weight.data);
-  if (num_rows > choice.gemv_max_rows) {
+  if (num_rows > choice.gemv_max_rows && Q8_0GemmEnabled()) {
     return GemmQ8_0({.x = x, .num_rows = num_rows, .k = k, .w = w, .n = weight.dim(0), .bias = bias, .y = y},
                     choice.avx512);
   }

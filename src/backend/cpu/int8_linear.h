@@ -41,7 +41,7 @@ void RunW8A8(const W8A8Weight& w, const float* x, int64_t num_rows, const float*
              const Int8KernelChoice& choice);
 
 // weight: kQ8_0 [N, K]. y [M, N] = x · W^T (+ bias). M <= gemv_max_rows runs the GEMV,
-// larger M the register-blocked GEMM (int8_gemm.h).
+// larger M the register-blocked GEMM (int8_gemm.h; PAGELLM_Q8_0_GEMM=0 turns it off).
 void RunQ8_0(const TensorView& weight, const float* x, int64_t num_rows, const float* bias, float* y,
              const Int8KernelChoice& choice);
 
