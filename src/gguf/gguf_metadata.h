@@ -1,4 +1,5 @@
-// GGUF model metadata (general.* and {arch}.*) for a Hugging Face Qwen2/Qwen3 checkpoint, with the keys, value types and
+// GGUF model metadata (general.* and {arch}.*) for a Hugging Face Qwen2/Qwen3 checkpoint
+// (and Qwen3-Next / Qwen3.5 / Qwen3.5-MoE: archs qwen3next / qwen35 / qwen35moe), with the keys, value types and
 // rules of llama.cpp's convert_hf_to_gguf.py (TextModel.set_gguf_parameters,
 // get_vocab_base, gguf-py SpecialVocab), so `pagellm convert` output loads in llama.cpp.
 //
@@ -24,14 +25,24 @@ namespace pagellm {
 
 using GgufMetadata = std::vector<std::pair<std::string, GgufValue>>;
 
-// "qwen2" / "qwen3" from config.json's model_type; other types are Unimplemented.
+// "qwen2" / "qwen3" / "qwen3next" / "qwen35" / "qwen35moe" from config.json's model_type
+// (qwen2, qwen3, qwen3_next, qwen3_5[_text], qwen3_5_moe[_text]); other types are Unimplemented.
 StatusOr<std::string> GgufArchFromHfConfig(const Json& config);
+
+// config.json with Qwen3.5's text_config merged over the top level (as the converter's
+// hparams; the top-level tie_word_embeddings wins); other configs unchanged.
+Json MergedHfTextConfig(const Json& config);
 
 // general.* and {arch}.* keys: general.architecture, general.name, general.file_type,
 // general.quantization_version, block_count, context_length, embedding_length,
 // feed_forward_length, attention.head_count(_kv), attention.key_length/value_length (when
 // config has head_dim), rope.freq_base, attention.layer_norm_rms_epsilon, and
 // rope.scaling.{type,factor,original_context_length,...} for linear/yarn rope scaling.
+// Hybrid archs add (Qwen3NextModel / _Qwen35MRopeMixin): rope.dimension_sections (qwen35*,
+// [11,11,10,0] when absent), expert_count / expert_used_count / expert_feed_forward_length /
+// expert_shared_feed_forward_length (MoE), ssm.{conv_kernel,state_size,group_count,
+// time_step_rank,inner_size}, full_attention_interval and rope.dimension_count (partial
+// rotary dims). No nextn_predict_layers: mtp.* tensors are not converted (--no-mtp).
 // `outtype` is the type of the 2-D weights (general.file_type: f32 0, f16 1, q8_0 7, bf16 32).
 StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& config, GgmlType outtype, std::string_view name);
 

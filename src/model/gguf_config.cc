@@ -81,18 +81,79 @@ Status AddTensorFacts(const GgufFile& gguf, const std::string& arch, Json& json)
   return OkStatus();
 }
 
+// The layer types llama.cpp derives: attention.recurrent_layers if present, else
+// full_attention_interval (default 4).
+Status AddLayerTypes(const GgufFile& gguf, const std::string& arch, int64_t num_layers, Json& json) {
+  Json types = Json::array();
+  if (gguf.Find(arch + ".attention.recurrent_layers") != nullptr) {
+    PAGELLM_ASSIGN_OR_RETURN(std::vector<int64_t> recurrent, gguf.GetIntArray(arch + ".attention.recurrent_layers"));
+    if (static_cast<int64_t>(recurrent.size()) < num_layers) {
+      return InvalidArgumentError(fmt::format("{}: attention.recurrent_layers lists {} of {} layers", gguf.what(),
+                                              recurrent.size(), num_layers));
+    }
+    for (int64_t l = 0; l < num_layers; ++l) types.push_back(recurrent[l] ? "linear_attention" : "full_attention");
+  } else {
+    int64_t interval = 4;
+    if (gguf.Find(arch + ".full_attention_interval") != nullptr) {
+      PAGELLM_ASSIGN_OR_RETURN(interval, gguf.GetInt(arch + ".full_attention_interval"));
+    }
+    if (interval <= 0) return InvalidArgumentError(fmt::format("{}: full_attention_interval must be positive", gguf.what()));
+    for (int64_t l = 0; l < num_layers; ++l) types.push_back((l + 1) % interval == 0 ? "full_attention" : "linear_attention");
+  }
+  json["layer_types"] = types;
+  return OkStatus();
+}
+
+// qwen3next / qwen35 / qwen35moe keys (gguf/gguf_metadata.h lists them) -> config.json keys.
+// block_count includes nextn_predict_layers MTP blocks, which pagellm does not run.
+Status AddHybridConfig(const GgufFile& gguf, const std::string& arch, Json& json) {
+  json["model_type"] = arch == "qwen3next" ? "qwen3_next" : arch == "qwen35" ? "qwen3_5_text" : "qwen3_5_moe_text";
+  if (gguf.Find(arch + ".nextn_predict_layers") != nullptr) {
+    PAGELLM_ASSIGN_OR_RETURN(int64_t nextn, gguf.GetInt(arch + ".nextn_predict_layers"));
+    json["num_hidden_layers"] = json["num_hidden_layers"].get<int64_t>() - nextn;
+  }
+  PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".ssm.conv_kernel", "linear_conv_kernel_dim", true, json));
+  PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".ssm.state_size", "linear_key_head_dim", true, json));
+  PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".ssm.group_count", "linear_num_key_heads", true, json));
+  PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".ssm.time_step_rank", "linear_num_value_heads", true, json));
+  PAGELLM_ASSIGN_OR_RETURN(int64_t inner, gguf.GetInt(arch + ".ssm.inner_size"));
+  const int64_t nv = json["linear_num_value_heads"].get<int64_t>();
+  if (nv <= 0 || inner % nv != 0) {
+    return InvalidArgumentError(fmt::format("{}: ssm.inner_size {} is not a multiple of ssm.time_step_rank {}",
+                                            gguf.what(), inner, nv));
+  }
+  json["linear_value_head_dim"] = inner / nv;
+  PAGELLM_RETURN_IF_ERROR(AddLayerTypes(gguf, arch, json["num_hidden_layers"].get<int64_t>(), json));
+  if (arch == "qwen3next" || arch == "qwen35moe") {
+    PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".expert_count", "num_experts", true, json));
+    PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".expert_used_count", "num_experts_per_tok", true, json));
+    PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".expert_feed_forward_length", "moe_intermediate_size", true, json));
+    PAGELLM_RETURN_IF_ERROR(
+        CopyInt(gguf, arch + ".expert_shared_feed_forward_length", "shared_expert_intermediate_size", true, json));
+    json["norm_topk_prob"] = true;  // llama.cpp's qwen3next / qwen35moe graphs renormalise
+  }
+  if (gguf.Find(arch + ".rope.dimension_sections") != nullptr) {
+    PAGELLM_ASSIGN_OR_RETURN(std::vector<int64_t> sections, gguf.GetIntArray(arch + ".rope.dimension_sections"));
+    if (sections.size() > 3) sections.resize(3);
+    json["rope_parameters"] = {{"mrope_section", sections}};
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<Json> HfConfigJsonFromGguf(const GgufFile& gguf) {
   PAGELLM_ASSIGN_OR_RETURN(std::string arch, gguf.GetString("general.architecture"));
-  if (arch != "qwen2" && arch != "qwen3") {
-    return UnimplementedError(
-        fmt::format("{}: GGUF architecture '{}' is not supported (qwen2, qwen3)", gguf.what(), arch));
+  const bool hybrid = arch == "qwen3next" || arch == "qwen35" || arch == "qwen35moe";
+  if (arch != "qwen2" && arch != "qwen3" && !hybrid) {
+    return UnimplementedError(fmt::format(
+        "{}: GGUF architecture '{}' is not supported (qwen2, qwen3, qwen3next, qwen35, qwen35moe)", gguf.what(), arch));
   }
   Json json = {{"model_type", arch}};
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".block_count", "num_hidden_layers", true, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".embedding_length", "hidden_size", true, json));
-  PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".feed_forward_length", "intermediate_size", true, json));
+  PAGELLM_RETURN_IF_ERROR(
+      CopyInt(gguf, arch + ".feed_forward_length", "intermediate_size", arch != "qwen35moe", json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".attention.head_count", "num_attention_heads", true, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".attention.head_count_kv", "num_key_value_heads", false, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".context_length", "max_position_embeddings", false, json));
@@ -110,6 +171,7 @@ StatusOr<Json> HfConfigJsonFromGguf(const GgufFile& gguf) {
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, "tokenizer.ggml.bos_token_id", "bos_token_id", false, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, "tokenizer.ggml.eos_token_id", "eos_token_id", false, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, "tokenizer.ggml.padding_token_id", "pad_token_id", false, json));
+  if (hybrid) PAGELLM_RETURN_IF_ERROR(AddHybridConfig(gguf, arch, json));
   PAGELLM_RETURN_IF_ERROR(AddTensorFacts(gguf, arch, json));
   return json;
 }

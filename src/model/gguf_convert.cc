@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "gguf/gguf_writer.h"
 #include "model/config.h"
 #include "model/convert.h"
+#include "model/gguf_hybrid_plan.h"
 #include "model/safetensors.h"
 #include "model/weight_spec.h"
 #include "tensor/half.h"
@@ -61,6 +63,29 @@ GgufWriter::TensorProducer MakeProducer(const TensorView* src, int64_t ne0, Ggml
   };
 }
 
+// The producer that writes hybrid-plan output rows as `type` (inputs parallel to plan->inputs).
+GgufWriter::TensorProducer MakePlanProducer(const GgufTensorPlan* plan, std::vector<const TensorView*> inputs,
+                                            GgmlType type) {
+  return [plan, inputs = std::move(inputs), type](std::span<std::byte> out) -> Status {
+    const int64_t ne0 = plan->row_len();
+    const size_t row_bytes = GgmlRowBytes(type, ne0);
+    ParallelFor(static_cast<int64_t>(plan->rows.size()), std::max<int64_t>(1, 65536 / ne0),
+                [&](int64_t begin, int64_t end) {
+                  RunPlanRowsF32(*plan, inputs, begin, end, [&](int64_t r, const float* row) {
+                    EncodeFloats(row, ne0, type, out.data() + static_cast<size_t>(r) * row_bytes);
+                  });
+                });
+    return OkStatus();
+  };
+}
+
+// llama.cpp's pre-tokenizer name: Qwen3.5's regex adds \p{M} (combining marks) to letter
+// runs (docs/qwen-architectures.md §6.1); the converter tells them apart by a token hash.
+std::string PreTokenizerName(const Json& tokenizer_json) {
+  const std::string pre = tokenizer_json.value("pre_tokenizer", Json::object()).dump();
+  return pre.find("\\p{M}") != std::string::npos ? "qwen35" : "qwen2";
+}
+
 StatusOr<Json> ReadJsonIfExists(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return Json::object();
@@ -80,7 +105,9 @@ Status AddMetadata(const GgufConvertOptions& options, const Json& config, GgufWr
     PAGELLM_ASSIGN_OR_RETURN(std::string source, ReadFileToString(jinja));
     tokenizer_config["chat_template"] = source;
   }
-  PAGELLM_ASSIGN_OR_RETURN(GgufMetadata tok_kv, BuildGgufTokenizerMetadata(tokenizer_json, tokenizer_config, config));
+  PAGELLM_ASSIGN_OR_RETURN(GgufMetadata tok_kv,
+                           BuildGgufTokenizerMetadata(tokenizer_json, tokenizer_config, MergedHfTextConfig(config),
+                                                      PreTokenizerName(tokenizer_json)));
   for (auto& [key, value] : model_kv) writer.AddMetadata(key, std::move(value));
   for (auto& [key, value] : tok_kv) writer.AddMetadata(key, std::move(value));
   return OkStatus();
@@ -90,6 +117,10 @@ Status AddMetadata(const GgufConvertOptions& options, const Json& config, GgufWr
 
 GgmlType GgufTensorTypeFor(const std::string& gguf_name, int rank, int64_t ne0, GgmlType outtype) {
   if (rank <= 1 || EndsWith(gguf_name, "_norm.weight") || !EndsWith(gguf_name, ".weight")) return GgmlType::kF32;
+  // Router, shared-expert gate and GDN conv kernel stay F32 (prepare_tensors' F32 list).
+  for (std::string_view f32 : {".ffn_gate_inp.weight", ".ffn_gate_inp_shexp.weight", ".ssm_conv1d.weight"}) {
+    if (EndsWith(gguf_name, f32)) return GgmlType::kF32;
+  }
   if (ne0 % GgmlBlockSize(outtype) != 0) return GgmlType::kF16;  // gguf-py's QuantError fallback
   return outtype;
 }
@@ -108,6 +139,7 @@ StatusOr<GgufConvertReport> ConvertToGguf(const GgufConvertOptions& options) {
   GgufWriter writer;
   PAGELLM_RETURN_IF_ERROR(AddMetadata(options, config_json, writer));
   GgufConvertReport report;
+  std::map<std::string, const TensorView*> views;
   for (const WeightSpec& spec : ListWeightSpecs(config)) {
     const TensorView* view = ckpt->Find(spec.name);
     if (view == nullptr) return NotFoundError(fmt::format("{}: checkpoint has no tensor '{}'", options.model_dir, spec.name));
@@ -115,12 +147,33 @@ StatusOr<GgufConvertReport> ConvertToGguf(const GgufConvertOptions& options) {
       return InvalidArgumentError(fmt::format("{}: tensor '{}' has shape {}, config implies {}", options.model_dir,
                                               spec.name, ShapeToString(view->shape), ShapeToString(spec.shape)));
     }
-    PAGELLM_ASSIGN_OR_RETURN(std::string gguf_name, HfToGgufTensorName(arch, spec.name));
-    std::vector<int64_t> ne(view->shape.rbegin(), view->shape.rend());
-    GgmlType type = GgufTensorTypeFor(gguf_name, view->rank(), ne[0], outtype);
+    views[spec.name] = view;
+  }
+  auto add = [&](const std::string& gguf_name, const std::vector<int64_t>& shape, auto make_producer) -> Status {
+    std::vector<int64_t> ne(shape.rbegin(), shape.rend());
+    GgmlType type = GgufTensorTypeFor(gguf_name, static_cast<int>(shape.size()), ne[0], outtype);
     report.num_f32_tensors += type == GgmlType::kF32 ? 1 : 0;
-    PAGELLM_RETURN_IF_ERROR(writer.AddTensor(gguf_name, type, ne, MakeProducer(view, ne[0], type)));
     ++report.num_tensors;
+    return writer.AddTensor(gguf_name, type, ne, make_producer(ne[0], type));
+  };
+  std::vector<GgufTensorPlan> plans;  // outlives writer.WriteFile (the producers point into it)
+  if (IsHybridGgufArch(arch)) {
+    PAGELLM_ASSIGN_OR_RETURN(plans, HybridGgufPlans(config, arch));
+    for (const GgufTensorPlan& plan : plans) {
+      std::vector<const TensorView*> inputs;
+      for (const std::string& name : plan.inputs) inputs.push_back(views.at(name));
+      PAGELLM_RETURN_IF_ERROR(add(plan.name, plan.shape, [&](int64_t, GgmlType type) {
+        return MakePlanProducer(&plan, inputs, type);
+      }));
+    }
+  } else {
+    for (const WeightSpec& spec : ListWeightSpecs(config)) {
+      PAGELLM_ASSIGN_OR_RETURN(std::string gguf_name, HfToGgufTensorName(arch, spec.name));
+      const TensorView* view = views.at(spec.name);
+      PAGELLM_RETURN_IF_ERROR(add(gguf_name, spec.shape, [&](int64_t ne0, GgmlType type) {
+        return MakeProducer(view, ne0, type);
+      }));
+    }
   }
   PAGELLM_RETURN_IF_ERROR(writer.WriteFile(options.outfile));
   std::error_code ec;

@@ -1,4 +1,5 @@
-// ConvertToGguf: a Hugging Face Qwen2/Qwen3 checkpoint directory -> one GGUF file that
+// ConvertToGguf: a Hugging Face Qwen2/Qwen3 (or Qwen3-Next / Qwen3.5 / Qwen3.5-MoE)
+// checkpoint directory -> one GGUF file that
 // llama.cpp loads, written the way llama.cpp's convert_hf_to_gguf.py writes it
 // (`pagellm convert MODEL_DIR --outfile OUT.gguf --outtype q8_0`).
 //
@@ -7,13 +8,16 @@
 //   PAGELLM_ASSIGN_OR_RETURN(GgufConvertReport report, ConvertToGguf(options));
 //
 // Tensor types follow ModelBase.prepare_tensors: 1-D tensors, "*_norm.weight" and
-// anything not ending in ".weight" (biases) stay F32; other tensors take `outtype`, and a
+// anything not ending in ".weight" (biases, ssm_a) stay F32, as do the MoE router
+// (ffn_gate_inp), the shared-expert gate and ssm_conv1d; other tensors take `outtype`, and a
 // Q8_0 tensor whose rows are not a multiple of 32 falls back to F16. Values go through
 // float32 first (as torch's .to(float32)); F16/BF16 round to nearest even and Q8_0 uses
 // llama.cpp's quantize_row_q8_0_ref. Metadata: gguf/gguf_metadata.h and
 // gguf/gguf_tokenizer_metadata.h (the chat template comes from tokenizer_config.json,
 // else chat_template.jinja, as gguf-py's SpecialVocab does). Tensor data is produced
-// while the file is written, so memory stays at one chunk per thread.
+// while the file is written, so memory stays at one chunk per thread. Hybrid models go
+// through model/gguf_hybrid_plan.h (norms + 1, -exp(A_log), value-head reorder, expert
+// stacking, as llama.cpp's Qwen3NextModel / Qwen3_5*Model); mtp.* tensors are not written.
 #pragma once
 
 #include <cstdint>

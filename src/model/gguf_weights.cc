@@ -4,11 +4,14 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/logging.h"
 #include "gguf/gguf_names.h"
 #include "gguf/gguf_quants.h"
 #include "model/convert.h"
+#include "model/gguf_config.h"
+#include "model/gguf_hybrid_plan.h"
 #include "model/weight_spec.h"
 
 namespace pagellm {
@@ -56,6 +59,14 @@ TensorView* SlotFor(ModelWeights& w, const WeightSpec& spec) {
     default: break;
   }
   LayerWeights& l = w.layers[static_cast<size_t>(spec.layer_idx)];
+  if (spec.expert_idx >= 0) {  // "mlp.experts.M.{gate,up,down}_proj.weight"
+    const size_t e = static_cast<size_t>(spec.expert_idx);
+    auto& list = spec.field.find(".gate_proj.") != std::string::npos ? l.expert_gate_proj
+                 : spec.field.find(".up_proj.") != std::string::npos  ? l.expert_up_proj
+                                                                       : l.expert_down_proj;
+    if (list.size() <= e) list.resize(e + 1);
+    return &list[e];
+  }
   static const std::map<std::string, TensorView LayerWeights::*, std::less<>> kFields = {
       {"input_layernorm.weight", &LayerWeights::input_layernorm},
       {"self_attn.q_proj.weight", &LayerWeights::q_proj},
@@ -72,9 +83,26 @@ TensorView* SlotFor(ModelWeights& w, const WeightSpec& spec) {
       {"mlp.gate_proj.weight", &LayerWeights::gate_proj},
       {"mlp.up_proj.weight", &LayerWeights::up_proj},
       {"mlp.down_proj.weight", &LayerWeights::down_proj},
+      {"linear_attn.in_proj_qkv.weight", &LayerWeights::gdn_in_proj_qkv},
+      {"linear_attn.in_proj_z.weight", &LayerWeights::gdn_in_proj_z},
+      {"linear_attn.in_proj_b.weight", &LayerWeights::gdn_in_proj_b},
+      {"linear_attn.in_proj_a.weight", &LayerWeights::gdn_in_proj_a},
+      {"linear_attn.in_proj_qkvz.weight", &LayerWeights::gdn_in_proj_qkvz},
+      {"linear_attn.in_proj_ba.weight", &LayerWeights::gdn_in_proj_ba},
+      {"linear_attn.conv1d.weight", &LayerWeights::gdn_conv1d},
+      {"linear_attn.dt_bias", &LayerWeights::gdn_dt_bias},
+      {"linear_attn.A_log", &LayerWeights::gdn_a_log},
+      {"linear_attn.norm.weight", &LayerWeights::gdn_norm},
+      {"linear_attn.out_proj.weight", &LayerWeights::gdn_out_proj},
+      {"mlp.gate.weight", &LayerWeights::moe_router},
+      {"mlp.experts.gate_up_proj", &LayerWeights::experts_gate_up},
+      {"mlp.experts.down_proj", &LayerWeights::experts_down},
+      {"mlp.shared_expert.gate_proj.weight", &LayerWeights::shared_gate_proj},
+      {"mlp.shared_expert.up_proj.weight", &LayerWeights::shared_up_proj},
+      {"mlp.shared_expert.down_proj.weight", &LayerWeights::shared_down_proj},
+      {"mlp.shared_expert_gate.weight", &LayerWeights::shared_expert_gate},
   };
-  std::string_view suffix = std::string_view(spec.name).substr(fmt::format("model.layers.{}.", spec.layer_idx).size());
-  auto it = kFields.find(suffix);
+  auto it = kFields.find(spec.field);
   PAGELLM_CHECK(it != kFields.end());
   return &(l.*(it->second));
 }
@@ -95,15 +123,19 @@ StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSo
                                               source.Origin(spec.name), ShapeToString(view->shape),
                                               ShapeToString(spec.shape)));
     }
-    if (view->dtype == DType::kQ8_0 && (spec.shape.size() != 2 || spec.shape[1] % kQ8_0BlockElements != 0)) {
-      return InvalidArgumentError(fmt::format("tensor '{}' in {}: Q8_0 is supported for 2-D weights only",
+    if (view->dtype == DType::kQ8_0 && (spec.shape.size() < 2 || spec.shape.back() % kQ8_0BlockElements != 0)) {
+      return InvalidArgumentError(fmt::format("tensor '{}' in {}: Q8_0 is supported for matrices only",
                                               spec.name, source.Origin(spec.name)));
     }
     *SlotFor(w, spec) = *view;
   }
   if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
   w.storage = source.Storage();
-  w.dtype = w.layers.empty() ? w.embed_tokens.dtype : w.layers[0].q_proj.dtype;
+  // The linear weights' type: layer 0's q_proj, or its GDN in_proj for hybrid models.
+  const LayerWeights* l0 = w.layers.empty() ? nullptr : &w.layers[0];
+  w.dtype = l0 == nullptr ? w.embed_tokens.dtype : !l0->q_proj.empty() ? l0->q_proj.dtype
+                                                 : !l0->gdn_in_proj_qkv.empty() ? l0->gdn_in_proj_qkv.dtype
+                                                                                : l0->gdn_in_proj_qkvz.dtype;
   return w;
 }
 
@@ -127,6 +159,10 @@ StatusOr<std::unique_ptr<GgufTensorSource>> GgufTensorSource::Create(std::shared
   PAGELLM_ASSIGN_OR_RETURN(std::string arch, gguf->GetString("general.architecture"));
   std::unique_ptr<GgufTensorSource> source(new GgufTensorSource());
   source->gguf_ = std::move(gguf);
+  if (IsHybridGgufArch(arch)) {
+    PAGELLM_RETURN_IF_ERROR(source->AddHybridTensors(arch, dtype));
+    return source;
+  }
   std::vector<std::string> skipped;
   for (const GgufTensorInfo& info : source->gguf_->tensors()) {
     StatusOr<std::string> hf_name = GgufToHfTensorName(arch, info.name);
@@ -146,6 +182,12 @@ StatusOr<std::unique_ptr<GgufTensorSource>> GgufTensorSource::Create(std::shared
 Status GgufTensorSource::AddTensor(const GgufTensorInfo& info, const std::string& hf_name,
                                    std::optional<DType> target) {
   Entry entry;
+  PAGELLM_RETURN_IF_ERROR(MakeEntry(info, target, entry));
+  tensors_[hf_name] = std::move(entry);
+  return OkStatus();
+}
+
+Status GgufTensorSource::MakeEntry(const GgufTensorInfo& info, std::optional<DType> target, Entry& entry) {
   entry.gguf_name = info.name;
   entry.view.shape = info.TorchShape();
   const DType dtype = target.value_or(NaturalDType(info.type));
@@ -166,7 +208,78 @@ Status GgufTensorSource::AddTensor(const GgufTensorInfo& info, const std::string
       if (!s.ok()) return InvalidArgumentError(fmt::format("{}: tensor '{}': {}", gguf_->what(), info.name, s.message()));
     }
   }
-  tensors_[hf_name] = std::move(entry);
+  return OkStatus();
+}
+
+Status GgufTensorSource::AddHybridTensors(const std::string& arch, std::optional<DType> target) {
+  PAGELLM_ASSIGN_OR_RETURN(ModelConfig config, ModelConfigFromGguf(*gguf_));
+  PAGELLM_ASSIGN_OR_RETURN(std::vector<GgufTensorPlan> plans, HybridHfPlans(config, arch));
+  // The file's tensors in their natural dtypes (zero-copy where possible), by GGUF name.
+  std::map<std::string, Entry> raw;
+  for (const GgufTensorInfo& info : gguf_->tensors()) {
+    Entry e;
+    PAGELLM_RETURN_IF_ERROR(MakeEntry(info, std::nullopt, e));
+    raw[info.name] = std::move(e);
+  }
+  for (const GgufTensorPlan& plan : plans) {
+    std::vector<const TensorView*> inputs;
+    for (const std::string& name : plan.inputs) {
+      auto it = raw.find(name);
+      if (it == raw.end()) {
+        return NotFoundError(fmt::format("{}: missing tensor '{}' (needed for '{}')", gguf_->what(), name, plan.name));
+      }
+      if (it->second.view.shape.empty() || it->second.view.shape.back() != plan.row_len()) {
+        return InvalidArgumentError(fmt::format("{}: tensor '{}' has shape {}, expected rows of {} values",
+                                                gguf_->what(), name, ShapeToString(it->second.view.shape),
+                                                plan.row_len()));
+      }
+      inputs.push_back(&it->second.view);
+    }
+    for (const GgufRowRef& ref : plan.rows) {
+      const TensorView& in = *inputs[static_cast<size_t>(ref.input)];
+      if (ref.row >= in.numel() / in.shape.back()) {
+        return InvalidArgumentError(fmt::format("{}: tensor '{}' has too few rows for '{}' (shape {})", gguf_->what(),
+                                                plan.inputs[static_cast<size_t>(ref.input)], plan.name,
+                                                ShapeToString(in.shape)));
+      }
+    }
+    Entry entry;
+    entry.gguf_name = fmt::format("{}", fmt::join(plan.inputs, "+"));
+    if (plan.IsIdentity() && inputs[0]->numel() == TensorView{nullptr, DType::kF32, plan.shape}.numel()) {
+      entry.view = *inputs[0];
+      entry.view.shape = plan.shape;
+      entry.buffer = raw[plan.inputs[0]].buffer;
+    } else {
+      DType dtype = PlanOutputDType(plan, inputs[0]->dtype);
+      for (const TensorView* in : inputs) dtype = in->dtype == inputs[0]->dtype ? dtype : DType::kF32;
+      entry.view = TensorView{nullptr, dtype, plan.shape};
+      entry.buffer = AllocateAligned(entry.view.nbytes());
+      entry.view.data = entry.buffer.get();
+      converted_bytes_ += entry.view.nbytes();
+      PAGELLM_RETURN_IF_ERROR(RunPlan(plan, inputs, entry.view));
+    }
+    if (target && entry.view.dtype != *target) PAGELLM_RETURN_IF_ERROR(ConvertEntry(*target, entry));
+    tensors_[plan.name] = std::move(entry);
+  }
+  return OkStatus();
+}
+
+Status GgufTensorSource::ConvertEntry(DType target, Entry& entry) {
+  TensorView dst{nullptr, target, entry.view.shape};
+  std::shared_ptr<void> buffer = AllocateAligned(dst.nbytes());
+  dst.data = buffer.get();
+  if (entry.view.dtype == DType::kQ8_0) {
+    const int64_t n = entry.view.numel();
+    std::vector<float> f32(static_cast<size_t>(n));
+    PAGELLM_RETURN_IF_ERROR(Dequantize(GgmlType::kQ8_0, {static_cast<const std::byte*>(entry.view.data),
+                                                         DTypeBytes(DType::kQ8_0, n)}, n, f32.data()));
+    ConvertTensor(TensorView{f32.data(), DType::kF32, entry.view.shape}, dst);
+  } else {
+    ConvertTensor(entry.view, dst);
+  }
+  converted_bytes_ += dst.nbytes();
+  entry.view = dst;
+  entry.buffer = std::move(buffer);
   return OkStatus();
 }
 

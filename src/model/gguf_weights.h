@@ -16,6 +16,11 @@
 // dtypes (e.g. Q8_0 linears with F32 norms), which QwenModel reads per tensor.
 // GGUF shapes are ggml order (ne[0] fastest); views use PyTorch order (reversed).
 // Tensors with no Hugging Face name for the architecture are skipped with a warning.
+// Hybrid archs (qwen3next, qwen35, qwen35moe) are read through the inverse of llama.cpp's
+// converter transformations (model/gguf_hybrid_plan.h): norms - 1, A_log = log(-ssm_a),
+// value heads back to grouped order, experts unstacked, Qwen3-Next in_proj_qkvz rebuilt;
+// tensors a transformation touches are copies (f32 where an element op applies), the
+// others stay views into the file.
 #pragma once
 
 #include <map>
@@ -59,6 +64,12 @@ class GgufTensorSource final : public TensorSource {
   };
   GgufTensorSource() = default;
   Status AddTensor(const GgufTensorInfo& info, const std::string& hf_name, std::optional<DType> dtype);
+  // `info` as an entry of dtype `target` (default: its natural dtype), zero-copy when possible.
+  Status MakeEntry(const GgufTensorInfo& info, std::optional<DType> target, Entry& entry);
+  // Hybrid archs: every HF tensor of the file's config from the inverse plans
+  // (model/gguf_hybrid_plan.h), then converted to `target` if given.
+  Status AddHybridTensors(const std::string& arch, std::optional<DType> target);
+  Status ConvertEntry(DType target, Entry& entry);
 
   std::shared_ptr<const GgufFile> gguf_;
   std::map<std::string, Entry> tensors_;
