@@ -47,15 +47,17 @@ TensorView RowRange(const TensorView& t, int64_t begin, int64_t n) {
 
 }  // namespace
 
-HybridModel::HybridModel(const ModelConfig& config, Backend& backend, int32_t max_num_tokens)
-    : config_(config), backend_(backend), max_num_tokens_(max_num_tokens) {
+HybridModel::HybridModel(const ModelConfig& config, Backend& backend, int32_t max_num_tokens,
+                         const LinearOptions& linear_options)
+    : config_(config), backend_(backend), max_num_tokens_(max_num_tokens), linear_options_(linear_options) {
   gdn_dims_ = GdnDims{.num_k_heads = config.linear_num_key_heads, .num_v_heads = config.linear_num_value_heads,
                       .k_head_dim = config.linear_key_head_dim, .v_head_dim = config.linear_value_head_dim,
                       .conv_kernel = config.linear_conv_kernel_dim, .head_mapping = GdnHeadMapping::kGrouped};
 }
 
 StatusOr<std::unique_ptr<HybridModel>> HybridModel::Create(const ModelConfig& config, const ModelWeights& weights,
-                                                           Backend& backend, int32_t max_num_tokens) {
+                                                           Backend& backend, int32_t max_num_tokens,
+                                                           const LinearOptions& linear_options) {
   const ModelConfig& c = config;
   if (!c.is_hybrid() || !c.gated_attention || !c.zero_centered_norms) {
     return InvalidArgumentError(fmt::format("HybridModel: {} is not a hybrid (Qwen3-Next / Qwen3.5) config",
@@ -68,7 +70,7 @@ StatusOr<std::unique_ptr<HybridModel>> HybridModel::Create(const ModelConfig& co
     return InvalidArgumentError(fmt::format("HybridModel: {} layer weight sets for {} layers", weights.layers.size(),
                                             c.num_hidden_layers));
   }
-  std::unique_ptr<HybridModel> model(new HybridModel(config, backend, max_num_tokens));
+  std::unique_ptr<HybridModel> model(new HybridModel(config, backend, max_num_tokens, linear_options));
   PAGELLM_RETURN_IF_ERROR(ValidateGdnDims(model->gdn_dims_));
   PAGELLM_ASSIGN_OR_RETURN(model->rope_, BuildRopeTable(MakeRopeParams(c)));
   PAGELLM_RETURN_IF_ERROR(model->PrepareWeights(weights));
@@ -97,7 +99,7 @@ Status HybridModel::PrepareWeights(const ModelWeights& w) {
   PAGELLM_ASSIGN_OR_RETURN(final_norm_, FoldedNorm(w.norm, h, "norm"));
   const TensorView& head = (c.tie_word_embeddings && w.lm_head.empty()) ? w.embed_tokens : w.lm_head;
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(head, {c.vocab_size, h}, "lm_head"));
-  PAGELLM_ASSIGN_OR_RETURN(lm_head_, backend_.PrepareLinear(head, TensorView{}));
+  PAGELLM_ASSIGN_OR_RETURN(lm_head_, backend_.PrepareLinear(head, TensorView{}, linear_options_));
   return OkStatus();
 }
 
@@ -107,7 +109,7 @@ Status HybridModel::PrepareAttention(const LayerWeights& w, const std::string& p
   auto linear = [&](const TensorView& t, std::vector<int64_t> shape,
                     const std::string& name) -> StatusOr<std::unique_ptr<LinearWeight>> {
     PAGELLM_RETURN_IF_ERROR(CheckWeightShape(t, shape, p + name));
-    return backend_.PrepareLinear(t, TensorView{});
+    return backend_.PrepareLinear(t, TensorView{}, linear_options_);
   };
   PAGELLM_ASSIGN_OR_RETURN(layer.q_proj, linear(w.q_proj, {2 * q, h}, "self_attn.q_proj"));
   PAGELLM_ASSIGN_OR_RETURN(layer.k_proj, linear(w.k_proj, {kv, h}, "self_attn.k_proj"));
@@ -136,7 +138,7 @@ Status HybridModel::PrepareGdn(const LayerWeights& w, const std::string& p, Laye
   auto linear = [&](const TensorView& t, std::vector<int64_t> shape,
                     const std::string& name) -> StatusOr<std::unique_ptr<LinearWeight>> {
     PAGELLM_RETURN_IF_ERROR(CheckWeightShape(t, shape, p + name));
-    return backend_.PrepareLinear(t, TensorView{});
+    return backend_.PrepareLinear(t, TensorView{}, linear_options_);
   };
   PAGELLM_ASSIGN_OR_RETURN(layer.in_qkv, linear(qkv, {conv, h}, "linear_attn.in_proj_qkv"));
   PAGELLM_ASSIGN_OR_RETURN(layer.in_z, linear(z, {vd, h}, "linear_attn.in_proj_z"));
@@ -162,9 +164,9 @@ Status HybridModel::PrepareFfn(const LayerWeights& w, int64_t layer_idx, const s
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.gate_proj, {inter, h}, p + "mlp.gate_proj"));
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.up_proj, {inter, h}, p + "mlp.up_proj"));
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.down_proj, {h, inter}, p + "mlp.down_proj"));
-  PAGELLM_ASSIGN_OR_RETURN(layer.gate_proj, backend_.PrepareLinear(w.gate_proj, TensorView{}));
-  PAGELLM_ASSIGN_OR_RETURN(layer.up_proj, backend_.PrepareLinear(w.up_proj, TensorView{}));
-  PAGELLM_ASSIGN_OR_RETURN(layer.down_proj, backend_.PrepareLinear(w.down_proj, TensorView{}));
+  PAGELLM_ASSIGN_OR_RETURN(layer.gate_proj, backend_.PrepareLinear(w.gate_proj, TensorView{}, linear_options_));
+  PAGELLM_ASSIGN_OR_RETURN(layer.up_proj, backend_.PrepareLinear(w.up_proj, TensorView{}, linear_options_));
+  PAGELLM_ASSIGN_OR_RETURN(layer.down_proj, backend_.PrepareLinear(w.down_proj, TensorView{}, linear_options_));
   return OkStatus();
 }
 

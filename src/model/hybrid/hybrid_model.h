@@ -38,8 +38,14 @@ class HybridModel {
  public:
   // Validates every weight against `config` (which must be a hybrid config) and prepares
   // them on `backend`. `backend` and `weights`' storage must outlive the model.
+  // `linear_options` applies to the linear layers QwenModel applies it to: gated
+  // attention q/k/v/o, GDN in_proj_* / out_proj, the dense MLP and lm_head (e.g. W8A8
+  // for --quantization int8). Conv1d, norms, A_log, dt_bias and embeddings stay float;
+  // MoE blocks (router, experts, shared expert) stay float as in QwenModel, whose
+  // MoeBlock takes no LinearOptions yet.
   static StatusOr<std::unique_ptr<HybridModel>> Create(const ModelConfig& config, const ModelWeights& weights,
-                                                       Backend& backend, int32_t max_num_tokens);
+                                                       Backend& backend, int32_t max_num_tokens,
+                                                       const LinearOptions& linear_options = {});
 
   // logits: [input.logits_indices.size(), vocab_size]. input.state_slots must name one
   // distinct slot of `states` per sequence. InvalidArgument on inconsistent input.
@@ -67,7 +73,8 @@ class HybridModel {
     std::unique_ptr<MoeBlock> moe;
   };
 
-  HybridModel(const ModelConfig& config, Backend& backend, int32_t max_num_tokens);
+  HybridModel(const ModelConfig& config, Backend& backend, int32_t max_num_tokens,
+              const LinearOptions& linear_options);
   Status PrepareWeights(const ModelWeights& weights);
   Status PrepareAttention(const LayerWeights& w, const std::string& prefix, Layer& layer);
   Status PrepareGdn(const LayerWeights& w, const std::string& prefix, Layer& layer);
@@ -81,6 +88,7 @@ class HybridModel {
   ModelConfig config_;
   Backend& backend_;
   int32_t max_num_tokens_;
+  LinearOptions linear_options_;
   GdnDims gdn_dims_;
   TensorView embed_tokens_;
   std::vector<Layer> layers_;
