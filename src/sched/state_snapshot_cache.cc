@@ -31,6 +31,7 @@ std::optional<int32_t> StateSnapshotCache::Insert(const BlockHash& hash) {
   lru_.push_back(hash);
   by_hash_.emplace(hash, Entry{snapshot_id, std::prev(lru_.end())});
   pending_.push_back(hash);
+  ++num_saves_;
   return snapshot_id;
 }
 

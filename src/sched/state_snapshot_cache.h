@@ -18,6 +18,11 @@
 //   StateSnapshotCache snaps(/*num_snapshots=*/16);
 //   std::optional<int32_t> id = snaps.Insert(hash);   // nullopt: already snapshotted
 //   std::optional<int32_t> hit = snaps.Lookup(hash);  // refreshes its LRU position
+//
+// Counters for metrics (pagellm:hybrid_state_snapshot_*): saves and evictions are
+// exact here. Hits are not counted here: the scheduler may look a snapshot up for a
+// request it then cannot admit (no free block), and looks it up again next step; the
+// engine counts the restores the model actually performs (engine/causal_lm.h).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +41,10 @@ class StateSnapshotCache {
 
   int32_t num_snapshots() const { return num_snapshots_; }
   int32_t num_cached() const { return static_cast<int32_t>(by_hash_.size()); }
+  // Entries evicted to make room for a new one (LRU), since construction.
   int64_t num_evictions() const { return num_evictions_; }
+  // Snapshot ids handed out by Insert (each is one save the runner performs).
+  int64_t num_saves() const { return num_saves_; }
 
   // The saved snapshot taken at the block with this hash, if any (marks it recently
   // used). Pending entries are not returned.
@@ -58,6 +66,7 @@ class StateSnapshotCache {
   std::list<BlockHash> lru_;          // front = least recently used
   std::unordered_map<BlockHash, Entry, BlockHashHasher> by_hash_;
   int64_t num_evictions_ = 0;
+  int64_t num_saves_ = 0;
   std::vector<BlockHash> pending_;
 };
 

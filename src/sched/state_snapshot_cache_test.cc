@@ -39,10 +39,35 @@ TEST(StateSnapshotCacheTest, EvictsLeastRecentlyUsedAndReusesItsId) {
   EXPECT_EQ(cache.num_cached(), 2);
 }
 
+TEST(StateSnapshotCacheTest, CountsSavesEvictionsAndEntriesInUse) {
+  StateSnapshotCache cache(3);
+  EXPECT_EQ(cache.num_saves(), 0);
+  for (int32_t i = 1; i <= 3; ++i) EXPECT_EQ(cache.Insert(H(i)), i - 1);
+  EXPECT_EQ(cache.Insert(H(2)), std::nullopt);  // already there: no save
+  cache.CommitPending();
+  EXPECT_EQ(cache.num_saves(), 3);
+  EXPECT_EQ(cache.num_evictions(), 0);
+  EXPECT_EQ(cache.num_cached(), 3);
+  EXPECT_EQ(cache.Lookup(H(1)), 0);  // H(2) becomes the least recently used
+  EXPECT_EQ(cache.Lookup(H(9)), std::nullopt);
+  EXPECT_EQ(cache.Insert(H(4)), 1);  // evicts H(2)
+  EXPECT_EQ(cache.Insert(H(5)), 2);  // evicts H(3)
+  EXPECT_EQ(cache.Insert(H(6)), 0);  // evicts H(1)
+  EXPECT_EQ(cache.Insert(H(7)), 1);  // evicts H(4) while still pending
+  cache.CommitPending();
+  EXPECT_EQ(cache.num_saves(), 7);
+  EXPECT_EQ(cache.num_evictions(), 4);
+  EXPECT_EQ(cache.num_cached(), 3);  // never more than the pool
+  EXPECT_EQ(cache.Lookup(H(4)), std::nullopt);
+  EXPECT_EQ(cache.Lookup(H(5)), 2);
+}
+
 TEST(StateSnapshotCacheTest, EmptyPoolNeverSnapshots) {
   StateSnapshotCache cache(0);
   EXPECT_EQ(cache.Insert(H(1)), std::nullopt);
   EXPECT_EQ(cache.Lookup(H(1)), std::nullopt);
+  EXPECT_EQ(cache.num_saves(), 0);
+  EXPECT_EQ(cache.num_cached(), 0);
 }
 
 }  // namespace
