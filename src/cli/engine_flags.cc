@@ -45,7 +45,8 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "hybrid models: snapshot the GDN state every N KV blocks for prefix caching (0: off)")
       ->capture_default_str();
   cmd->add_option("--hybrid-state-snapshots", c->hybrid_state_snapshots,
-                  "hybrid models: GDN state snapshots kept for prefix caching (0: --max-num-seqs)")
+                  "hybrid models: GDN state snapshots kept for prefix caching (0: sized from memory, 25% of "
+                  "what the state slots leave)")
       ->capture_default_str();
   cmd->add_option("--max-logprobs", c->max_logprobs, "largest logprobs a request may ask for")->capture_default_str();
 }

@@ -1,6 +1,7 @@
 #include "engine/causal_lm.h"
 
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -50,11 +51,15 @@ class HybridCausalLm final : public CausalLm {
   }
   void RestoreStateSnapshot(int32_t snapshot_idx, int32_t slot_idx) override {
     CopySlot(num_slots_ + snapshot_idx, slot_idx);
+    ++restores_.num_restores;
+    restored_slots_.push_back(slot_idx);
   }
   Status Forward(const ForwardInput& input, PagedKvCache& kv, float* logits) override {
     if (states_ == nullptr) return FailedPreconditionError("hybrid model: AllocateStateSlots was not called");
+    CountRestoredTokens(input);
     return model_->Forward(input, kv, *states_, logits);
   }
+  const StateRestoreCounts& restores() const { return restores_; }
 
  private:
   // A slot is contiguous (slot-major arena, hybrid_state_cache.h): one memcpy.
@@ -64,22 +69,38 @@ class HybridCausalLm final : public CausalLm {
                 static_cast<size_t>(states_->spec().bytes_per_slot()));
   }
 
+  // A slot restored before this Forward resumes at the snapshot's depth: its sequence's
+  // first new position is the number of tokens the snapshot stood for.
+  void CountRestoredTokens(const ForwardInput& input) {
+    for (int32_t slot : restored_slots_) {
+      for (int32_t s = 0; s < input.num_seqs() && s < static_cast<int32_t>(input.state_slots.size()); ++s) {
+        if (input.state_slots[static_cast<size_t>(s)] != slot) continue;
+        restores_.num_restored_tokens += input.positions[static_cast<size_t>(input.query_start_loc[s])];
+        break;
+      }
+    }
+    restored_slots_.clear();
+  }
+
   std::unique_ptr<HybridModel> model_;
   std::unique_ptr<HybridStateCache> states_;
   int64_t num_slots_ = 0;
+  StateRestoreCounts restores_;
+  std::vector<int32_t> restored_slots_;  // restored since the last Forward
 };
 
 }  // namespace
+
+StateRestoreCounts GetStateRestoreCounts(const CausalLm& model) {
+  const auto* hybrid = dynamic_cast<const HybridCausalLm*>(&model);
+  return hybrid != nullptr ? hybrid->restores() : StateRestoreCounts{};
+}
 
 StatusOr<std::unique_ptr<CausalLm>> CreateCausalLm(const ModelConfig& config, const ModelWeights& weights,
                                                    Backend& backend, int32_t max_num_tokens,
                                                    const LinearOptions& linear_options) {
   if (config.is_hybrid()) {
-    if (linear_options.quantization != LinearQuantization::kNone) {
-      return InvalidArgumentError(
-          fmt::format("--quantization is not supported yet for the hybrid model type {}", config.model_type));
-    }
-    PAGELLM_ASSIGN_OR_RETURN(auto model, HybridModel::Create(config, weights, backend, max_num_tokens));
+    PAGELLM_ASSIGN_OR_RETURN(auto model, HybridModel::Create(config, weights, backend, max_num_tokens, linear_options));
     return std::unique_ptr<CausalLm>(new HybridCausalLm(std::move(model)));
   }
   PAGELLM_ASSIGN_OR_RETURN(auto model, QwenModel::Create(config, weights, backend, max_num_tokens, linear_options));

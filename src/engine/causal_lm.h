@@ -22,10 +22,21 @@
 namespace pagellm {
 
 // `backend` and `weights`' storage must outlive the model. `linear_options` (e.g.
-// --quantization int8) applies to QwenModel; hybrid models reject anything but kNone
-// (InvalidArgument) until HybridModel takes LinearOptions.
+// --quantization int8) goes to QwenModel or HybridModel, which apply it to the same
+// kinds of layers (attention/GDN projections, dense MLP, lm_head; not MoE experts).
 StatusOr<std::unique_ptr<CausalLm>> CreateCausalLm(const ModelConfig& config, const ModelWeights& weights,
                                                    Backend& backend, int32_t max_num_tokens,
                                                    const LinearOptions& linear_options);
+
+// Hybrid prefix-cache restores the model has performed: snapshots copied into a slot,
+// and the tokens they stood for (the restored sequence's first new position in the
+// following Forward). Counted where the copy happens because only an admitted request
+// restores; the scheduler may look a snapshot up several times before admitting it.
+struct StateRestoreCounts {
+  int64_t num_restores = 0;
+  int64_t num_restored_tokens = 0;
+};
+// Zeros for a model that is not a hybrid CausalLm from CreateCausalLm.
+StateRestoreCounts GetStateRestoreCounts(const CausalLm& model);
 
 }  // namespace pagellm

@@ -92,16 +92,16 @@ Status EngineCore::InitScheduler() {
   in.kv_cache_memory_bytes = config_.kv_cache_memory_bytes;
   in.memory_utilization = config_.gpu_memory_utilization;
   in.device_memory_bytes = CpuMemoryBytes();
-  // Hybrid models: one GDN state slot per concurrent sequence, planned with the KV blocks.
-  in.state_bytes_per_slot = model_->state_bytes_per_slot();
-  in.num_state_slots = in.state_bytes_per_slot > 0 ? config_.max_num_seqs : 0;
-  if (in.num_state_slots > 0 && config_.enable_prefix_caching && config_.hybrid_state_snapshot_interval > 0) {
-    in.num_state_snapshots = config_.hybrid_state_snapshots > 0 ? config_.hybrid_state_snapshots : config_.max_num_seqs;
-    in.state_snapshot_interval_blocks = config_.hybrid_state_snapshot_interval;
-  }
+  // Hybrid models: GDN state slots (at most max_num_seqs) and prefix-cache snapshots are
+  // sized from the same budget as the KV blocks (memory_plan.h).
   if (config_.hybrid_state_snapshot_interval < 0 || config_.hybrid_state_snapshots < 0) {
     return InvalidArgumentError("hybrid state snapshot interval and count must be >= 0");
   }
+  in.state_bytes_per_slot = model_->state_bytes_per_slot();
+  in.max_num_seqs = config_.max_num_seqs;
+  in.plan_state_snapshots = config_.enable_prefix_caching && config_.hybrid_state_snapshot_interval > 0;
+  in.num_state_snapshots = config_.hybrid_state_snapshots;
+  in.state_snapshot_interval_blocks = config_.hybrid_state_snapshot_interval;
   PAGELLM_ASSIGN_OR_RETURN(plan_, PlanMemory(in));
   PLOG_INFO("{}", plan_.Summary());
   if (plan_.num_state_slots > 0) {
@@ -112,7 +112,9 @@ Status EngineCore::InitScheduler() {
                                                                                    config_.block_size, kv_dtype)));
   SchedulerConfig sc;
   sc.batch.max_num_batched_tokens = config_.max_num_batched_tokens;
-  sc.batch.max_num_seqs = config_.max_num_seqs;
+  // A hybrid sequence runs only with a state slot: the slots are the concurrency limit.
+  sc.batch.max_num_seqs = plan_.num_state_slots > 0 ? std::min(config_.max_num_seqs, plan_.num_state_slots)
+                                                    : config_.max_num_seqs;
   sc.batch.enable_chunked_prefill = config_.enable_chunked_prefill;
   sc.batch.long_prefill_token_threshold =
       config_.long_prefill_token_threshold > 0 ? config_.long_prefill_token_threshold
@@ -123,7 +125,8 @@ Status EngineCore::InitScheduler() {
   sc.kv_cache.enable_prefix_caching = config_.enable_prefix_caching;
   if (config_.enable_prefix_caching && plan_.num_state_slots > 0 && plan_.num_state_snapshots == 0) {
     // A prefix hit would skip the tokens whose GDN state the slot must accumulate.
-    PLOG_INFO("prefix caching is disabled for the hybrid model type {} (state snapshot interval 0)", mc.model_type);
+    PLOG_INFO("prefix caching is disabled for the hybrid model type {} (no state snapshots: interval {}, or no "
+              "memory left for them)", mc.model_type, config_.hybrid_state_snapshot_interval);
     sc.kv_cache.enable_prefix_caching = false;
   }
   sc.num_state_slots = plan_.num_state_slots;
@@ -190,5 +193,22 @@ void EngineCore::AbortRequest(const std::string& request_id) {
 }
 
 bool EngineCore::HasWork() const { return scheduler_->HasUnfinishedRequests(); }
+
+EngineStats EngineCore::stats() const {
+  EngineStats s = stats_;
+  const StateSlotPool& slots = scheduler_->state_slots();
+  if (!slots.enabled()) return s;
+  const StateSnapshotCache& snapshots = scheduler_->state_snapshots();
+  const StateRestoreCounts restores = GetStateRestoreCounts(*model_);
+  s.hybrid.num_state_slots = slots.num_slots();
+  s.hybrid.num_state_slots_used = slots.num_slots() - slots.num_free_slots();
+  s.hybrid.num_snapshots = snapshots.num_snapshots();
+  s.hybrid.num_snapshots_used = snapshots.num_cached();
+  s.hybrid.snapshot_hits = restores.num_restores;
+  s.hybrid.snapshot_hit_tokens = restores.num_restored_tokens;
+  s.hybrid.snapshot_saves = snapshots.num_saves();
+  s.hybrid.snapshot_evictions = snapshots.num_evictions();
+  return s;
+}
 
 }  // namespace pagellm

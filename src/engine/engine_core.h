@@ -72,7 +72,9 @@ class EngineCore {
   const MemoryPlan& memory_plan() const { return plan_; }
   int32_t max_model_len() const { return max_model_len_; }
   std::vector<int32_t> eos_token_ids() const { return eos_token_ids_; }
-  const EngineStats& stats() const { return stats_; }
+  // Counters and gauges as of the last step, with the hybrid state cache's read live
+  // from the scheduler and the model (a copy: LlmEngine hands it to other threads).
+  EngineStats stats() const;
   // Read-only view of the scheduler (queues, KV block accounting) for tests and metrics:
   // scheduler().kv_cache().num_free_blocks() == memory_plan().num_blocks when idle.
   const Scheduler& scheduler() const { return *scheduler_; }

@@ -8,6 +8,20 @@
 
 namespace pagellm {
 
+// Hybrid models' GDN state cache (Qwen3.5 / Qwen3-Next); all zero for other models,
+// whose /metrics then has no pagellm:hybrid_* families. vLLM has no such metrics: the
+// names follow its style under a pagellm: prefix.
+struct HybridStateStats {
+  int32_t num_state_slots = 0;        // capacity (> 0 marks a hybrid model)
+  int32_t num_state_slots_used = 0;   // pagellm:hybrid_state_slots_in_use
+  int32_t num_snapshots = 0;          // pagellm:hybrid_state_snapshots_capacity
+  int32_t num_snapshots_used = 0;     // pagellm:hybrid_state_snapshots_in_use (saved or being saved)
+  int64_t snapshot_hits = 0;          // pagellm:hybrid_state_snapshot_hits_total (restores)
+  int64_t snapshot_hit_tokens = 0;    // pagellm:hybrid_state_snapshot_restored_tokens_total
+  int64_t snapshot_saves = 0;         // pagellm:hybrid_state_snapshot_saves_total
+  int64_t snapshot_evictions = 0;     // pagellm:hybrid_state_snapshot_evictions_total
+};
+
 struct EngineStats {
   int32_t num_running = 0;             // vllm:num_requests_running
   int32_t num_waiting = 0;             // vllm:num_requests_waiting
@@ -19,6 +33,7 @@ struct EngineStats {
   int64_t prefix_cache_hits = 0;       // vllm:prefix_cache_hits_total (tokens)
   int64_t num_steps = 0;
   int64_t last_step_tokens = 0;        // vllm:iteration_tokens_total observation
+  HybridStateStats hybrid;
 };
 
 }  // namespace pagellm

@@ -12,6 +12,7 @@ namespace pagellm {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
 
 int64_t ReadCgroupLimit() {
   for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
@@ -38,64 +39,110 @@ int64_t CpuMemoryBytes() {
 
 double MemoryPlan::max_concurrency() const {
   if (max_model_len <= 0) return 0.0;
-  return static_cast<double>(num_kv_tokens()) / max_model_len;
+  const double by_kv = static_cast<double>(num_kv_tokens()) / max_model_len;
+  return num_state_slots > 0 ? std::min(by_kv, static_cast<double>(num_state_slots)) : by_kv;
 }
 
 std::string MemoryPlan::Summary() const {
-  return fmt::format(
-      "memory plan: weights {:.2f} GiB, workspace {:.2f} GiB, KV cache {:.2f} GiB = {} blocks x {} "
-      "tokens = {} tokens; Maximum concurrency for {} tokens per request: {:.2f}x",
-      weight_bytes / kGiB, workspace_bytes / kGiB, kv_cache_bytes / kGiB, num_blocks, block_size,
-      num_kv_tokens(), max_model_len, max_concurrency()) +
-         (num_state_slots > 0 ? fmt::format("; state slots: {} x {:.2f} MiB", num_state_slots,
-                                            state_bytes_per_slot / (1024.0 * 1024.0))
-                              : std::string()) +
-         (num_state_snapshots > 0 ? fmt::format(" + {} prefix-cache state snapshots (every {} blocks)",
-                                                num_state_snapshots, state_snapshot_interval_blocks)
-                                  : std::string()) +
-         (num_state_slots > 0 ? fmt::format(" = {:.2f} GiB", state_cache_bytes() / kGiB) : std::string());
+  std::string line = fmt::format(
+      "memory plan: weights {:.2f} GiB, workspace {:.2f} GiB, KV cache {:.2f} GiB = {} blocks x {} tokens = {} tokens",
+      weight_bytes / kGiB, workspace_bytes / kGiB, kv_cache_bytes / kGiB, num_blocks, block_size, num_kv_tokens());
+  if (num_state_slots > 0) {
+    line += fmt::format("; state slots: {} x {:.2f} MiB = {:.3f} GiB ({})", num_state_slots,
+                        state_bytes_per_slot / kMiB, num_state_slots * state_bytes_per_slot / kGiB,
+                        num_state_slots < max_num_seqs ? fmt::format("limited by memory, --max-num-seqs {}", max_num_seqs)
+                                                       : fmt::format("--max-num-seqs {}", max_num_seqs));
+  }
+  if (num_state_snapshots > 0) {
+    line += fmt::format(" + {} prefix-cache state snapshots (every {} blocks{}) = {:.3f} GiB", num_state_snapshots,
+                        state_snapshot_interval_blocks, state_snapshots_auto ? ", sized from memory" : "",
+                        num_state_snapshots * state_bytes_per_slot / kGiB);
+  }
+  return line + fmt::format("; Maximum concurrency for {} tokens per request: {:.2f}x", max_model_len,
+                            max_concurrency());
 }
+
+namespace {
+
+// Bytes for the state cache + KV blocks: --kv-cache-memory, or the memory fraction minus
+// weights and workspace. `source` says which, for error messages.
+StatusOr<int64_t> CacheBudget(const MemoryPlanInputs& in, std::string* source) {
+  if (in.kv_cache_memory_bytes > 0) {
+    *source = fmt::format("--kv-cache-memory {}", in.kv_cache_memory_bytes);
+    return in.kv_cache_memory_bytes;
+  }
+  if (in.memory_utilization <= 0.0 || in.memory_utilization > 1.0) {
+    return InvalidArgumentError(fmt::format("--gpu-memory-utilization must be in (0, 1], got {}", in.memory_utilization));
+  }
+  *source = fmt::format("--gpu-memory-utilization {} of {:.2f} GiB minus {:.2f} GiB of weights and workspace",
+                        in.memory_utilization, in.device_memory_bytes / kGiB,
+                        (in.weight_bytes + in.workspace_bytes) / kGiB);
+  return static_cast<int64_t>(in.memory_utilization * in.device_memory_bytes) - in.weight_bytes - in.workspace_bytes;
+}
+
+// Hybrid models: state slots, then snapshots, out of `budget` (header comment); both
+// always leave `min_kv_bytes` (one max_model_len request's blocks). Returns the rest.
+StatusOr<int64_t> PlanHybridState(const MemoryPlanInputs& in, int64_t budget, int64_t min_kv_bytes,
+                                  const std::string& source, MemoryPlan* plan) {
+  const int64_t s = in.state_bytes_per_slot;
+  if (budget < s + min_kv_bytes) {
+    return ResourceExhaustedError(fmt::format(
+        "not even one sequence fits: one request of max_model_len {} tokens needs a hybrid state slot of {:.2f} MiB "
+        "+ {:.3f} GiB of KV blocks = {:.3f} GiB, but the cache budget is {:.3f} GiB (from {}). Raise "
+        "--kv-cache-memory (or --gpu-memory-utilization), or lower --max-model-len.",
+        in.max_model_len, s / kMiB, min_kv_bytes / kGiB, (s + min_kv_bytes) / kGiB,
+        std::max<int64_t>(budget, 0) / kGiB, source));
+  }
+  const int64_t fit = (budget - min_kv_bytes) / s;
+  plan->num_state_slots = static_cast<int32_t>(std::min<int64_t>(in.max_num_seqs, fit));
+  int64_t left = budget - plan->num_state_slots * s;
+  if (!in.plan_state_snapshots) return left;
+  const int64_t snapshot_fit = (left - min_kv_bytes) / s;
+  if (in.num_state_snapshots > 0) {
+    if (in.num_state_snapshots > snapshot_fit) {
+      return ResourceExhaustedError(fmt::format(
+          "--hybrid-state-snapshots {} ({:.2f} MiB each) does not fit: after {} state slots the cache budget ({:.3f} "
+          "GiB from {}) leaves room for {} snapshots besides one request of max_model_len {} tokens. Use at most {}, "
+          "or 0 to size them from memory.",
+          in.num_state_snapshots, s / kMiB, plan->num_state_slots, budget / kGiB, source, snapshot_fit,
+          in.max_model_len, snapshot_fit));
+    }
+    plan->num_state_snapshots = in.num_state_snapshots;
+  } else {
+    const int64_t share = left / 4 / s;
+    const int64_t usable = left / (s + std::max(in.state_snapshot_interval_blocks, 1) * in.kv_bytes_per_block);
+    const int64_t wanted = std::max<int64_t>(std::min(share, usable), kMinStateSnapshots);
+    plan->num_state_snapshots = static_cast<int32_t>(std::min<int64_t>({wanted, snapshot_fit, 1 << 30}));
+    plan->state_snapshots_auto = true;
+  }
+  return left - plan->num_state_snapshots * s;
+}
+
+}  // namespace
 
 StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& in) {
   if (in.kv_bytes_per_block <= 0 || in.block_size <= 0 || in.max_model_len <= 0) {
     return InvalidArgumentError("memory plan: block size, bytes per block and max_model_len must be positive");
+  }
+  if (in.state_bytes_per_slot < 0 || (in.state_bytes_per_slot > 0 && in.max_num_seqs <= 0)) {
+    return InvalidArgumentError("memory plan: hybrid state needs state_bytes_per_slot >= 0 and max_num_seqs > 0");
   }
   MemoryPlan plan;
   plan.weight_bytes = in.weight_bytes;
   plan.workspace_bytes = in.workspace_bytes;
   plan.block_size = in.block_size;
   plan.max_model_len = in.max_model_len;
-  int64_t budget = in.kv_cache_memory_bytes;
-  std::string source = fmt::format("--kv-cache-memory {}", in.kv_cache_memory_bytes);
-  if (budget <= 0) {
-    if (in.memory_utilization <= 0.0 || in.memory_utilization > 1.0) {
-      return InvalidArgumentError(fmt::format(
-          "--gpu-memory-utilization must be in (0, 1], got {}", in.memory_utilization));
-    }
-    int64_t usable = static_cast<int64_t>(in.memory_utilization * in.device_memory_bytes);
-    budget = usable - in.weight_bytes - in.workspace_bytes;
-    source = fmt::format("--gpu-memory-utilization {} of {:.2f} GiB minus {:.2f} GiB of weights and workspace",
-                         in.memory_utilization, in.device_memory_bytes / kGiB,
-                         (in.weight_bytes + in.workspace_bytes) / kGiB);
-  }
   plan.state_bytes_per_slot = in.state_bytes_per_slot;
-  plan.num_state_slots = in.num_state_slots;
-  plan.num_state_snapshots = in.num_state_snapshots;
   plan.state_snapshot_interval_blocks = in.state_snapshot_interval_blocks;
-  if (plan.state_cache_bytes() > 0) {
-    if (plan.state_cache_bytes() >= budget) {
-      return ResourceExhaustedError(fmt::format(
-          "the hybrid state ({} slots for --max-num-seqs {} + {} snapshots, {:.2f} MiB each = {:.3f} GiB) does "
-          "not fit in the KV cache budget ({:.3f} GiB from {}). Lower --max-num-seqs (or the snapshot count) or "
-          "raise --kv-cache-memory (or --gpu-memory-utilization).",
-          in.num_state_slots, in.num_state_slots, in.num_state_snapshots, in.state_bytes_per_slot / (1024.0 * 1024.0),
-          plan.state_cache_bytes() / kGiB, std::max<int64_t>(budget, 0) / kGiB, source));
-    }
-    budget -= plan.state_cache_bytes();
+  std::string source;
+  PAGELLM_ASSIGN_OR_RETURN(int64_t budget, CacheBudget(in, &source));
+  const int64_t needed_blocks = (in.max_model_len + in.block_size - 1) / in.block_size;
+  if (in.state_bytes_per_slot > 0) {
+    plan.max_num_seqs = in.max_num_seqs;
+    PAGELLM_ASSIGN_OR_RETURN(budget, PlanHybridState(in, budget, needed_blocks * in.kv_bytes_per_block, source, &plan));
   }
   int64_t blocks = std::max<int64_t>(budget, 0) / in.kv_bytes_per_block;
   blocks = std::min<int64_t>(blocks, 1 << 30);
-  int64_t needed_blocks = (in.max_model_len + in.block_size - 1) / in.block_size;
   if (blocks < needed_blocks) {
     return ResourceExhaustedError(fmt::format(
         "the KV cache ({} from {}) holds {} blocks = {} tokens, but one request of max_model_len {} "

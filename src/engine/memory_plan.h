@@ -10,9 +10,19 @@
 // cgroup limit or MemTotal, whichever is smaller) minus weights and workspace.
 // Refuses, with the numbers and what to change, when one request of max_model_len
 // tokens cannot fit.
-// Hybrid models (Qwen3.5 / Qwen3-Next) also keep per-sequence recurrent state: one
-// slot per concurrent sequence (max_num_seqs), planned up front out of the same
-// budget before the KV blocks (which then cover the full-attention layers only).
+// Hybrid models (Qwen3.5 / Qwen3-Next) also keep per-sequence recurrent state (a GDN
+// state slot) and, with prefix caching, snapshots of it. Both are carved out of the
+// same budget before the KV blocks, like vLLM sizes its mamba pages from memory rather
+// than from --max-num-seqs:
+//   * state slots = min(--max-num-seqs, what the budget holds besides one max_model_len
+//     request's blocks). Slots bound concurrency, so "Maximum concurrency" is
+//     min(slots, KV tokens / max_model_len) (vLLM counts a mamba page per request too).
+//   * snapshots (unless --hybrid-state-snapshots N) = 25% of what the slots leave, at
+//     most one per snapshot interval of the KV blocks that remain (a snapshot is only
+//     usable while its prefix's blocks are cached), at least kMinStateSnapshots when
+//     they fit. 25%: snapshots only pay off on prefix hits, while KV blocks serve every
+//     request, so the KV keeps at least three quarters of what the slots leave.
+// Refuses, naming the numbers, when not even one sequence (slot + blocks) fits.
 #pragma once
 
 #include <cstdint>
@@ -31,11 +41,19 @@ struct MemoryPlanInputs {
   int64_t kv_cache_memory_bytes = 0;  // 0 => use the fraction
   double memory_utilization = 0.9;
   int64_t device_memory_bytes = 0;    // total memory the fraction applies to
-  int64_t state_bytes_per_slot = 0;   // hybrid models: GDN conv + recurrent state of one sequence
-  int32_t num_state_slots = 0;        // hybrid models: max_num_seqs; 0 otherwise
-  int32_t num_state_snapshots = 0;    // hybrid prefix caching: snapshot entries (same size as a slot)
-  int32_t state_snapshot_interval_blocks = 0;  // for the summary line
+  int64_t state_bytes_per_slot = 0;   // hybrid models: GDN conv + recurrent state of one sequence; 0 otherwise
+  int32_t max_num_seqs = 1;           // hybrid models: upper bound on state slots
+  // Hybrid prefix caching: plan snapshot entries (same size as a slot), one taken every
+  // state_snapshot_interval_blocks blocks. num_state_snapshots > 0 fixes their count
+  // (--hybrid-state-snapshots); 0 sizes it from the budget.
+  bool plan_state_snapshots = false;
+  int32_t num_state_snapshots = 0;
+  int32_t state_snapshot_interval_blocks = 0;
 };
+
+// Smallest snapshot count the automatic sizing gives, when they fit: fewer would let
+// every new prefix evict the one before it.
+inline constexpr int32_t kMinStateSnapshots = 4;
 
 struct MemoryPlan {
   int64_t weight_bytes = 0;
@@ -45,14 +63,17 @@ struct MemoryPlan {
   int32_t block_size = 16;
   int32_t max_model_len = 0;
   int64_t state_bytes_per_slot = 0;
-  int32_t num_state_slots = 0;
+  int32_t num_state_slots = 0;      // <= max_num_seqs
+  int32_t max_num_seqs = 0;         // what was asked for (hybrid models)
   int32_t num_state_snapshots = 0;
+  bool state_snapshots_auto = false;  // sized from the budget, not --hybrid-state-snapshots
   int32_t state_snapshot_interval_blocks = 0;
 
   // Slots and snapshots together: what is taken from the budget before KV blocks.
   int64_t state_cache_bytes() const { return state_bytes_per_slot * (num_state_slots + num_state_snapshots); }
   int64_t num_kv_tokens() const { return static_cast<int64_t>(num_blocks) * block_size; }
-  // How many max_model_len requests fit at once (vLLM's "Maximum concurrency").
+  // How many max_model_len requests fit at once (vLLM's "Maximum concurrency"); for
+  // hybrid models also at most one per state slot.
   double max_concurrency() const;
   // One line for the start-up log.
   std::string Summary() const;

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/llm_engine.h"
+#include "engine/memory_plan.h"
 #include "engine_test_util.h"
 
 namespace pagellm::testing {
@@ -106,6 +107,113 @@ TEST(EngineAdmissionTest, MemoryPlanLogsMaximumConcurrency) {
   EXPECT_THAT(log.str(), HasSubstr(fmt::format("Maximum concurrency for 2048 tokens per request: {:.2f}x",
                                                num_tokens / 2048.0)));
   EXPECT_THAT(log.str(), HasSubstr("16.00x"));
+}
+
+// Hybrid plan arithmetic at Qwen3.5-0.8B-like sizes: a 20 MiB state slot, 192 KiB KV
+// blocks of 16 tokens (6 attention layers x K,V x 2 heads x 256 x bf16), 4096-token
+// requests (256 blocks = 48 MiB), --max-num-seqs 256, snapshots every 4 blocks.
+MemoryPlanInputs HybridInputs(int64_t budget_mib) {
+  MemoryPlanInputs in;
+  in.kv_bytes_per_block = 192 << 10;
+  in.block_size = 16;
+  in.max_model_len = 4096;
+  in.kv_cache_memory_bytes = budget_mib << 20;
+  in.state_bytes_per_slot = 20 << 20;
+  in.max_num_seqs = 256;
+  in.plan_state_snapshots = true;
+  in.state_snapshot_interval_blocks = 4;
+  return in;
+}
+
+TEST(MemoryPlanTest, HybridSlotsAndSnapshotsAreSizedFromTheBudget) {
+  // 8 GiB: 256 slots fit (5120 MiB); snapshots take 25% of the 3072 MiB left = 38 x 20
+  // MiB (the one-per-4-blocks bound would allow 3072 / 20.75 = 148); the KV gets
+  // 3072 - 760 = 2312 MiB = 12330 blocks = 197280 tokens = 48.16 requests of 4096.
+  auto plan = PlanMemory(HybridInputs(8192));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->num_state_slots, 256);
+  EXPECT_EQ(plan->num_state_snapshots, 38);
+  EXPECT_TRUE(plan->state_snapshots_auto);
+  EXPECT_EQ(plan->num_blocks, 12330);
+  EXPECT_EQ(plan->state_cache_bytes(), (256 + 38) * (20ll << 20));
+  EXPECT_NEAR(plan->max_concurrency(), 197280.0 / 4096, 1e-9);
+  const std::string summary = plan->Summary();
+  EXPECT_THAT(summary, HasSubstr("state slots: 256 x 20.00 MiB = 5.000 GiB (--max-num-seqs 256)"));
+  EXPECT_THAT(summary, HasSubstr("+ 38 prefix-cache state snapshots (every 4 blocks, sized from memory) = 0.742 GiB"));
+  EXPECT_THAT(summary, HasSubstr("Maximum concurrency for 4096 tokens per request: 48.16x"));
+
+  // --hybrid-state-snapshots 10 overrides the share; the KV gets the rest.
+  MemoryPlanInputs in = HybridInputs(8192);
+  in.num_state_snapshots = 10;
+  plan = PlanMemory(in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->num_state_snapshots, 10);
+  EXPECT_FALSE(plan->state_snapshots_auto);
+  EXPECT_EQ(plan->num_blocks, (3072 - 200) * 1024 / 192);
+
+  // Prefix caching off: no snapshots.
+  in.plan_state_snapshots = false;
+  plan = PlanMemory(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_state_snapshots, 0);
+  EXPECT_EQ(plan->num_blocks, 3072 * 1024 / 192);
+}
+
+TEST(MemoryPlanTest, HybridSlotsLimitConcurrencyWhenMemoryIsShort) {
+  // 2 GiB: (2048 - 48) / 20 = 100 slots, not 256; the 48 MiB left is one request's
+  // blocks, so no snapshot fits (prefix caching then goes off in the engine).
+  auto plan = PlanMemory(HybridInputs(2048));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->num_state_slots, 100);
+  EXPECT_EQ(plan->num_state_snapshots, 0);
+  EXPECT_EQ(plan->num_blocks, 256);
+  EXPECT_DOUBLE_EQ(plan->max_concurrency(), 1.0);
+  EXPECT_THAT(plan->Summary(), HasSubstr("state slots: 100 x 20.00 MiB = 1.953 GiB (limited by memory, --max-num-seqs 256)"));
+
+  // More explicit snapshots than fit: refused with the numbers.
+  MemoryPlanInputs in = HybridInputs(2048);
+  in.num_state_snapshots = 200;
+  plan = PlanMemory(in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(plan.status().message(), HasSubstr("--hybrid-state-snapshots 200 (20.00 MiB each)"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("after 100 state slots"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("room for 0 snapshots"));
+
+  // Small slots next to big blocks: the one-snapshot-per-4-blocks bound decides.
+  // 1 MiB slots and blocks, 160-token requests (10 blocks), 8 slots of 1000 MiB: 992
+  // left, 25% = 248, but 992 / (1 + 4) = 198 snapshots leave 794 blocks >= 4 x 198.
+  in = HybridInputs(1000);
+  in.state_bytes_per_slot = 1 << 20;
+  in.kv_bytes_per_block = 1 << 20;
+  in.max_model_len = 160;
+  in.max_num_seqs = 8;
+  plan = PlanMemory(in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->num_state_slots, 8);
+  EXPECT_EQ(plan->num_state_snapshots, 198);
+  EXPECT_EQ(plan->num_blocks, 794);
+
+  // A big budget and few snapshots wanted: at least kMinStateSnapshots (4) when they fit.
+  in = HybridInputs(20 + 48 + 4 * 20 + 1);
+  in.max_num_seqs = 1;
+  plan = PlanMemory(in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->num_state_slots, 1);
+  EXPECT_EQ(plan->num_state_snapshots, kMinStateSnapshots);
+}
+
+TEST(MemoryPlanTest, HybridPlanRefusesWhenNotEvenOneSequenceFits) {
+  // One sequence = a 20 MiB slot + 48 MiB of blocks = 68 MiB > 60 MiB.
+  auto plan = PlanMemory(HybridInputs(60));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted);
+  const std::string& msg = plan.status().message();
+  EXPECT_THAT(msg, HasSubstr("not even one sequence fits"));
+  EXPECT_THAT(msg, HasSubstr("max_model_len 4096 tokens needs a hybrid state slot of 20.00 MiB"));
+  EXPECT_THAT(msg, HasSubstr("+ 0.047 GiB of KV blocks = 0.066 GiB, but the cache budget is 0.059 GiB"));
+  EXPECT_THAT(msg, HasSubstr("--kv-cache-memory 62914560"));
+  EXPECT_TRUE(PlanMemory(HybridInputs(68)).ok());
 }
 
 TEST(EngineAdmissionTest, ThreadedLlmEngineMatchesOneByOneCore) {
