@@ -10,6 +10,7 @@ using metrics::Labels;
 
 ServerMetrics::ServerMetrics(const std::string& model_name) {
   Labels m = {{"model_name", model_name}};
+  model_labels_ = m;
   auto& r = registry_;
   running_ = r.AddGauge("vllm:num_requests_running", "Number of requests in model execution batches.", m);
   waiting_ = r.AddGauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m);
@@ -106,6 +107,39 @@ void ServerMetrics::SyncEngine(const EngineStats& s, bool idle) {
     iteration_tokens_->AddToBucket(idx, new_steps, static_cast<double>(new_steps * s.last_step_tokens));
   }
   if (new_steps > 0) last_num_steps_ = s.num_steps;
+  if (s.hybrid.num_state_slots > 0) SyncHybrid(s.hybrid, idle);
+}
+
+void ServerMetrics::SyncHybrid(const HybridStateStats& h, bool idle) {
+  if (hybrid_ == nullptr) {
+    const Labels& m = model_labels_;
+    auto& r = registry_;
+    hybrid_ = std::make_unique<HybridMetrics>();
+    hybrid_->slots_used = r.AddGauge("pagellm:hybrid_state_slots_in_use",
+                                     "GDN state slots held by running requests (hybrid models).", m);
+    hybrid_->slots_capacity = r.AddGauge("pagellm:hybrid_state_slots_capacity",
+                                         "GDN state slots planned; at most this many requests run at once.", m);
+    hybrid_->snapshots_used = r.AddGauge("pagellm:hybrid_state_snapshots_in_use",
+                                         "GDN state snapshots held by the hybrid prefix cache.", m);
+    hybrid_->snapshots_capacity = r.AddGauge("pagellm:hybrid_state_snapshots_capacity",
+                                             "GDN state snapshots the hybrid prefix cache can hold.", m);
+    hybrid_->hits = r.AddCounter("pagellm:hybrid_state_snapshot_hits_total",
+                                 "Prefix-cache hits that restored a GDN state snapshot (one per resumed request).", m);
+    hybrid_->restored_tokens = r.AddCounter("pagellm:hybrid_state_snapshot_restored_tokens_total",
+                                            "Prompt tokens skipped by restoring GDN state snapshots.", m);
+    hybrid_->saves = r.AddCounter("pagellm:hybrid_state_snapshot_saves_total",
+                                  "GDN state snapshots saved at snapshot-interval block boundaries.", m);
+    hybrid_->evictions = r.AddCounter("pagellm:hybrid_state_snapshot_evictions_total",
+                                      "GDN state snapshots evicted (least recently used) to make room.", m);
+  }
+  hybrid_->slots_used->Set(idle ? 0 : h.num_state_slots_used);
+  hybrid_->slots_capacity->Set(h.num_state_slots);
+  hybrid_->snapshots_used->Set(h.num_snapshots_used);
+  hybrid_->snapshots_capacity->Set(h.num_snapshots);
+  hybrid_->hits->SetCumulative(static_cast<double>(h.snapshot_hits));
+  hybrid_->restored_tokens->SetCumulative(static_cast<double>(h.snapshot_hit_tokens));
+  hybrid_->saves->SetCumulative(static_cast<double>(h.snapshot_saves));
+  hybrid_->evictions->SetCumulative(static_cast<double>(h.snapshot_evictions));
 }
 
 std::string ServerMetrics::Render(const EngineStats& stats, bool idle) {

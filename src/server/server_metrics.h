@@ -9,9 +9,15 @@
 // arrival, queue = first scheduled - arrival, prefill = first token - first scheduled,
 // decode = finished - first token, e2e = finished - arrival. Counters mirrored from
 // EngineStats are cumulative there and copied at scrape time.
+// Hybrid models (EngineStats::hybrid.num_state_slots > 0) also get pagellm:hybrid_*
+// families for the GDN state cache (vLLM has none): snapshot hits / restored tokens /
+// saves / evictions counters, and slots and snapshots in use / capacity gauges. They
+// are registered at the first scrape whose stats show a hybrid model, so dense models'
+// /metrics is exactly vLLM's.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -39,13 +45,22 @@ class ServerMetrics {
 
  private:
   void SyncEngine(const EngineStats& stats, bool idle);
+  // Registers (once) and sets the pagellm:hybrid_* series. Caller holds mu_.
+  void SyncHybrid(const HybridStateStats& stats, bool idle);
+
+  struct HybridMetrics {
+    metrics::Gauge *slots_used, *slots_capacity, *snapshots_used, *snapshots_capacity;
+    metrics::Counter *hits, *restored_tokens, *saves, *evictions;
+  };
 
   metrics::MetricsRegistry registry_;
+  metrics::Labels model_labels_;
   metrics::Gauge *running_, *waiting_, *kv_usage_;
   metrics::Counter *prompt_tokens_, *generation_tokens_, *preemptions_, *prefix_queries_, *prefix_hits_;
   metrics::Counter *success_stop_, *success_length_, *success_abort_, *success_error_, *aborted_;
   metrics::Histogram *ttft_, *itl_, *e2e_, *queue_, *prefill_, *decode_, *inference_, *iteration_tokens_;
   std::mutex mu_;  // guards the sampling state below
+  std::unique_ptr<HybridMetrics> hybrid_;  // null until a hybrid model's stats are seen
   int64_t last_num_steps_ = 0;
   // LogLine's previous snapshot.
   double log_last_s_ = 0.0;
