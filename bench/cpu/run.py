@@ -173,7 +173,7 @@ def run_case(args, row, case, models, ggufs, runs, log, suffix=""):
     pg, pg_load = median_of(lambda i: pagellm_case(args, models[r["model"]], r["flags"], case, i, r.get("env")),
                             runs, log, f"pagellm {row} {case}{suffix}")
     refs = {}
-    for t in r["llama"]:
+    for t in ([] if args.skip_llama else r["llama"]):
         refs[t] = median_of(lambda i: llama_case(args, ggufs[t], case, i), runs, log, f"llama.cpp {t} {case}{suffix}")[0]
     return pg, pg_load, refs
 
@@ -224,6 +224,7 @@ def main():
     p.add_argument("--only", default="bf16,int8,q8_0", help="precision rows to run (also q8_0-gemv)")
     p.add_argument("--cases", default="prefill,decode,batch,ctx,taken")
     p.add_argument("--json", default="", help="write every run's figures and loads here")
+    p.add_argument("--skip-llama", action="store_true", help="pagellm only (e.g. to compare two pagellm builds)")
     args = p.parse_args()
     runs = 1 if args.quick else args.runs
     hf, ggufs, ceil_exe = prepare(args)

@@ -4,9 +4,9 @@
 // place, and x was quantized to q8_0 blocks (QuantizeRowQ8_0). Per block the int8 dot is
 // exact (AVX2: vpmaddubsw on |x| and sign(w, x) as in llama.cpp; AVX-512: the same sign
 // trick into vpdpbusd), then scaled by d_w * d_x and accumulated in fp32. Work is split
-// over N in chunks of rows; each chunk then loops over all M (4 rows at a time), so for
-// M > 4 a chunk's weights stay in L2 and DRAM sees every weight byte once: this is the
-// Q8_0 "GEMM" too (there is no per-channel scale to hand Q8_0 to oneDNN's int8 matmul).
+// over N in chunks of rows (dynamic OpenMP schedule); each chunk then loops over all M (4
+// rows at a time). Meant for M <= 4 (decode): larger Q8_0 batches go to the GEMM
+// (int8_gemm.h), which reuses each loaded weight vector across 6 activation rows.
 //
 // W8A8: W int8 [N, k_padded] (per-channel scale s_w, row sums w_sum), x int8
 // [M, k_padded] (per-row scale s_x), both zero-padded. AVX-512 VNNI offsets x by +128
