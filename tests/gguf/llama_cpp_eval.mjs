@@ -4,7 +4,8 @@
 // of a token sequence: the logits reference for pagellm's parity tests.
 //
 //   node tests/gguf/llama_cpp_eval.mjs --model M.gguf --tokens 9707,11,1879 [--top-k 10]
-//        [--full-out logprobs.json] [--text "Hello"] [--threads 2] [--generate 64]
+//        [--full-out logprobs.json] [--full-out-f32 logprobs.f32] [--text "Hello"] [--threads 2]
+//        [--generate 64] [--flash-attention auto|on|off] [--kv-type F16|F32|BF16|Q8_0]
 //
 // Output: {n_vocab, tokens, text_tokens?, positions: [{pos, argmax, top: [[id, logprob], ...]}],
 //          generated?: [id, ...], generated_top?: [[[id, logprob] x2], ...]}
@@ -14,7 +15,11 @@
 // node-llama-cpp exposes no raw logits; with temperature 0 its sampler returns softmax over
 // the full vocabulary of the raw logits, so logprob = log(p) = logit - logsumexp(logits)
 // (comparisons should use log_softmax of pagellm's logits). --full-out writes every
-// position's full logprob vector (n_vocab floats, -Infinity written as null).
+// position's full logprob vector (n_vocab floats, -Infinity written as null);
+// --full-out-f32 writes the same as raw little-endian float32 [positions, n_vocab].
+// --flash-attention picks llama.cpp's attention kernel (default auto: on for CPU) and
+// --kv-type its KV cache element type for keys and values (default F16), so tests can
+// measure which llama.cpp setting a difference comes from.
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,7 +30,7 @@ const require = createRequire(path.join(here, "../../.refs/package.json"));
 const { getLlama, LlamaLogLevel } = await import(require.resolve("node-llama-cpp"));
 
 function parseArgs(argv) {
-  const args = { topK: 10, threads: 2 };
+  const args = { topK: 10, threads: 2, flashAttention: "auto" };
   for (let i = 0; i < argv.length; i += 2) {
     const [k, v] = [argv[i], argv[i + 1]];
     if (k === "--model") args.model = v;
@@ -33,10 +38,14 @@ function parseArgs(argv) {
     else if (k === "--text") args.text = v;
     else if (k === "--top-k") args.topK = Number(v);
     else if (k === "--full-out") args.fullOut = v;
+    else if (k === "--full-out-f32") args.fullOutF32 = v;
+    else if (k === "--flash-attention") args.flashAttention = { auto: "auto", on: true, off: false }[v];
+    else if (k === "--kv-type") args.kvType = v;
     else if (k === "--threads") args.threads = Number(v);
     else if (k === "--generate") args.generate = Number(v);
     else throw new Error(`unknown argument ${k}`);
   }
+  if (args.flashAttention === undefined) throw new Error("--flash-attention takes auto, on or off");
   if (!args.model || (!args.tokens && args.text === undefined)) {
     throw new Error("usage: llama_cpp_eval.mjs --model M.gguf (--tokens 1,2,3 | --text T) [--top-k K] [--full-out F]");
   }
@@ -57,7 +66,10 @@ if (args.text !== undefined) {
 }
 const context = await model.createContext({
   contextSize: Math.max(64, tokens.length + (args.generate ?? 0) + 8), threads: args.threads,
+  flashAttention: args.flashAttention,
+  ...(args.kvType ? { experimentalKvCacheKeyType: args.kvType, experimentalKvCacheValueType: args.kvType } : {}),
 });
+out.flash_attention = context.flashAttention;
 const sequence = context.getSequence();
 const input = tokens.map((t) => [t, { generateNext: { probabilities: true } }]);
 const results = await sequence.controlledEvaluate(input);
@@ -65,6 +77,7 @@ const results = await sequence.controlledEvaluate(input);
 out.tokens = tokens;
 out.positions = [];
 const full = [];
+const fullF32 = args.fullOutF32 ? [] : null;
 for (let pos = 0; pos < tokens.length; ++pos) {
   const probs = results[pos]?.next?.probabilities;
   if (!probs) throw new Error(`no probabilities at position ${pos}`);
@@ -79,6 +92,11 @@ for (let pos = 0; pos < tokens.length; ++pos) {
     const lp = new Array(probs.size).fill(null);
     for (const [id, p] of probs) lp[id] = p > 0 ? Math.log(p) : null;
     full.push(lp);
+  }
+  if (fullF32) {
+    const lp = new Float32Array(probs.size).fill(-Infinity);
+    for (const [id, p] of probs) lp[id] = Math.log(p);
+    fullF32.push(lp);
   }
 }
 if (args.generate) {
@@ -99,6 +117,7 @@ if (args.generate) {
   }
 }
 if (args.fullOut) fs.writeFileSync(args.fullOut, JSON.stringify(full));
+if (fullF32) fs.writeFileSync(args.fullOutF32, Buffer.concat(fullF32.map((a) => Buffer.from(a.buffer))));
 console.log(JSON.stringify(out));
 await context.dispose();
 await model.dispose();

@@ -6,10 +6,18 @@ in float64 so that it is the "truth" our fp32-accumulating engine is measured ag
 It shares no code with pagellm: it parses config.json and safetensors itself.
 
   qwen_reference.py MODEL_DIR --ids 1,2,3 [--greedy N] --out logits.npy [--act-bf16] [--kv-bf16]
+      [--act-f16 | --act-q8_0] [--kv-f16]
 
 --act-bf16 rounds the input of every linear layer to bf16 and --kv-bf16 rounds cached
 keys/values to bf16: the numerical recipe of a bf16 engine (llama.cpp, vLLM and pagellm
 all round there), so that the remaining difference is summation order only.
+llama.cpp's recipes (ggml-cpu converts a matmul's activations to the weight type's
+vec_dot_type): --act-f16 rounds linear inputs to f16 (F16 weights), --act-q8_0 quantizes
+them to q8_0 blocks of 32 as ggml's x86 quantize_row_q8_0 does (Q8_0 weights: fp16 scale
+amax/127, values round-half-even(x * 127/amax) in fp32); --kv-f16 rounds cached keys and
+values to f16 (llama.cpp's default KV cache type). --matmul-f32 computes the linear layers
+in float32 (as the engines do) instead of float64: a twin of any recipe that differs only in
+rounding, to measure how much the model amplifies rounding noise (its chaos).
 
 prints JSON {"greedy": [...]} when --greedy is given; writes [T, V] float64 logits.
 """
@@ -109,7 +117,32 @@ def bf16(x):
     return x.float().bfloat16().double()
 
 
-def forward(cfg, w, ids, act_bf16=False, kv_bf16=False):
+def f16(x):
+    return x.float().half().double()
+
+
+def q8_0(x):
+    """x [..., K] -> the values of ggml's q8_0 blocks (K % 32 == 0), computed in fp32 as
+    quantize_row_q8_0 does; q * d is exact in fp32, so the float64 product that follows
+    equals ggml's integer dot product times d_x."""
+    shape = x.shape
+    b = x.float().reshape(*shape[:-1], shape[-1] // 32, 32)
+    amax = b.abs().amax(-1, keepdim=True)
+    d = (amax / 127).half().float()
+    inv = torch.where(amax != 0, 127 / amax, torch.zeros_like(amax))
+    return (torch.round(b * inv) * d).double().reshape(shape)
+
+
+ACT_ROUND = {"none": lambda x: x, "bf16": bf16, "f16": f16, "q8_0": q8_0}
+KV_ROUND = {"none": lambda x: x, "bf16": bf16, "f16": f16}
+
+
+def forward(cfg, w, ids, act="none", kv="none", matmul_f32=False):
+    act_round, kv_round = ACT_ROUND[act], KV_ROUND[kv]
+
+    def mm(x, weight):
+        return (x.float() @ weight.float().T).double() if matmul_f32 else x @ weight.T
+
     qwen2 = cfg["model_type"] == "qwen2"
     H, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or H // nh
@@ -125,9 +158,7 @@ def forward(cfg, w, ids, act_bf16=False, kv_bf16=False):
         x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
 
         def lin(name, inp):
-            if act_bf16:
-                inp = bf16(inp)
-            y = inp @ w[p + name + ".weight"].T
+            y = mm(act_round(inp), w[p + name + ".weight"])
             b = w.get(p + name + ".bias")
             return y + b if b is not None else y
 
@@ -138,8 +169,7 @@ def forward(cfg, w, ids, act_bf16=False, kv_bf16=False):
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q, k = rope(q, pos, inv, scale, rot), rope(k, pos, inv, scale, rot)
-        if kv_bf16:
-            k, v = bf16(k), bf16(v)
+        k, v = kv_round(k), kv_round(v)
         rep = nh // nkv
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
@@ -151,7 +181,7 @@ def forward(cfg, w, ids, act_bf16=False, kv_bf16=False):
         h = h + lin("mlp.down_proj", torch.nn.functional.silu(g) * lin("mlp.up_proj", x))
     h = rms_norm(h, w["model.norm.weight"], eps)
     lm = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-    return (bf16(h) if act_bf16 else h) @ lm.T
+    return mm(act_round(h), lm)
 
 
 def main():
@@ -162,12 +192,20 @@ def main():
     ap.add_argument("--out", help="write prompt logits [T, V] as .npy (float64)")
     ap.add_argument("--act-bf16", action="store_true", help="round linear-layer inputs to bf16")
     ap.add_argument("--kv-bf16", action="store_true", help="round cached keys/values to bf16")
+    ap.add_argument("--act-f16", action="store_true", help="round linear-layer inputs to f16 (ggml F16 weights)")
+    ap.add_argument("--act-q8_0", action="store_true", help="quantize linear-layer inputs to q8_0 blocks (ggml Q8_0)")
+    ap.add_argument("--kv-f16", action="store_true", help="round cached keys/values to f16 (llama.cpp's KV cache)")
+    ap.add_argument("--matmul-f32", action="store_true", help="linear layers in float32 (a rounding-noise twin)")
     args = ap.parse_args()
     cfg = json.load(open(os.path.join(args.model_dir, "config.json")))
     w = load_weights(args.model_dir)
     ids = [int(t) for t in args.ids.split(",")]
     with torch.no_grad():
-        recipe = dict(act_bf16=args.act_bf16, kv_bf16=args.kv_bf16)
+        acts = [a for a, on in [("bf16", args.act_bf16), ("f16", args.act_f16), ("q8_0", args.act_q8_0)] if on]
+        kvs = [k for k, on in [("bf16", args.kv_bf16), ("f16", args.kv_f16)] if on]
+        if len(acts) > 1 or len(kvs) > 1:
+            sys.exit("at most one --act-* and one --kv-* recipe flag")
+        recipe = dict(act=(acts or ["none"])[0], kv=(kvs or ["none"])[0], matmul_f32=args.matmul_f32)
         logits = forward(cfg, w, ids, **recipe)
         if args.out:
             np.save(args.out, logits.numpy())
