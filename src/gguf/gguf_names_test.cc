@@ -44,5 +44,41 @@ TEST(GgufNamesTest, RejectsUnknownAndArchSpecificNames) {
   EXPECT_EQ(HfToGgufTensorName("llama", "lm_head.weight").status().code(), StatusCode::kUnimplemented);
 }
 
+TEST(GgufNamesTest, MapsHybridQwenTensorsBothWays) {
+  // llama.cpp gguf-py constants for QWEN35 / QWEN35MOE / QWEN3NEXT; Qwen3.5's HF names
+  // carry the multimodal wrapper's "model.language_model." prefix.
+  const std::pair<const char*, const char*> pairs[] = {
+      {"model.language_model.embed_tokens.weight", "token_embd.weight"},
+      {"model.language_model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+      {"model.language_model.layers.2.post_attention_layernorm.weight", "blk.2.post_attention_norm.weight"},
+      {"model.language_model.layers.0.linear_attn.in_proj_qkv.weight", "blk.0.attn_qkv.weight"},
+      {"model.language_model.layers.0.linear_attn.in_proj_z.weight", "blk.0.attn_gate.weight"},
+      {"model.language_model.layers.0.linear_attn.in_proj_b.weight", "blk.0.ssm_beta.weight"},
+      {"model.language_model.layers.0.linear_attn.in_proj_a.weight", "blk.0.ssm_alpha.weight"},
+      {"model.language_model.layers.0.linear_attn.conv1d.weight", "blk.0.ssm_conv1d.weight"},
+      {"model.language_model.layers.0.linear_attn.dt_bias", "blk.0.ssm_dt.bias"},
+      {"model.language_model.layers.0.linear_attn.A_log", "blk.0.ssm_a"},
+      {"model.language_model.layers.0.linear_attn.norm.weight", "blk.0.ssm_norm.weight"},
+      {"model.language_model.layers.0.linear_attn.out_proj.weight", "blk.0.ssm_out.weight"},
+      {"model.language_model.layers.3.self_attn.q_norm.weight", "blk.3.attn_q_norm.weight"},
+      {"model.language_model.layers.1.mlp.gate.weight", "blk.1.ffn_gate_inp.weight"},
+      {"model.language_model.layers.1.mlp.shared_expert.up_proj.weight", "blk.1.ffn_up_shexp.weight"},
+      {"model.language_model.layers.1.mlp.shared_expert_gate.weight", "blk.1.ffn_gate_inp_shexp.weight"},
+  };
+  for (const auto& [hf, gguf] : pairs) {
+    EXPECT_EQ(HfToGgufTensorName("qwen35moe", hf).value(), gguf) << hf;
+    EXPECT_EQ(GgufToHfTensorName("qwen35moe", gguf).value(), hf) << gguf;
+  }
+  EXPECT_EQ(*HfToGgufTensorName("qwen35", "model.layers.0.linear_attn.A_log"), "blk.0.ssm_a");  // text-only export
+  EXPECT_EQ(*GgufToHfTensorName("qwen3next", "blk.0.ssm_ba.weight"), "model.layers.0.linear_attn.in_proj_ba.weight");
+  EXPECT_EQ(*GgufToHfTensorName("qwen3next", "blk.1.ffn_gate_inp.weight"), "model.layers.1.mlp.gate.weight");
+  EXPECT_EQ(HfToGgufTensorName("qwen3", "model.layers.0.linear_attn.A_log").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(HfToGgufTensorName("qwen35", "model.layers.0.self_attn.q_proj.bias").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_TRUE(IsHybridGgufArch("qwen35moe"));
+  EXPECT_FALSE(IsHybridGgufArch("qwen3"));
+}
+
 }  // namespace
 }  // namespace pagellm

@@ -90,11 +90,35 @@ def pagellm_greedy(args, model, ids, dtype):
     return json.loads(out.strip().splitlines()[-1])["token_ids"]
 
 
-def llama_cpp(args, gguf, ids):
-    out = run(["node", EVAL, "--model", gguf, "--tokens", ",".join(map(str, ids)), "--top-k", "20",
-               "--generate", str(args.max_tokens), "--flash-attention", CONFIGS[args.llama_cpp_config][0],
-               "--kv-type", CONFIGS[args.llama_cpp_config][1]])
+def llama_cpp(args, gguf, ids, top_k=20, generate=None):
+    generate = args.max_tokens if generate is None else generate
+    out = run(["node", EVAL, "--model", gguf, "--tokens", ",".join(map(str, ids)), "--top-k", str(top_k),
+               "--flash-attention", CONFIGS[args.llama_cpp_config][0], "--kv-type", CONFIGS[args.llama_cpp_config][1]]
+              + (["--generate", str(generate)] if generate else []))
     return json.loads(out)
+
+
+def teacher_forced_greedy(args, gguf, ids, greedy):
+    """Greedy agreement when pagellm never samples the lm_head's padding rows (ids >=
+    --num-valid-tokens; the Qwen3.5 presets pad the 151,669 tokenizer ids to 248,320 rows)
+    but llama.cpp's greedy would: llama.cpp evaluates prompt + pagellm's greedy tokens and
+    each chosen token must be its argmax over valid ids (top 200), or within tol of it
+    (near-tie). Every step agreeing means llama.cpp's masked greedy gives the same sequence."""
+    ref = llama_cpp(args, gguf, ids + greedy[:-1], top_k=200, generate=0)
+    bad, near = [], []
+    for step, tok in enumerate(greedy):
+        top = ref["positions"][len(ids) - 1 + step]["top"]
+        valid = [(t, lp) for t, lp in top if t < args.num_valid_tokens and lp is not None]
+        if not valid:
+            bad.append([step, "no valid id in llama.cpp's top 200"])
+            continue
+        if valid[0][0] == tok:
+            continue
+        chosen = [lp for t, lp in valid if t == tok]
+        margin = valid[0][1] - (chosen[0] if chosen else valid[-1][1])
+        (near if margin < args.logprob_tol and chosen else bad).append([step, round(margin, 4)])
+    ref["positions"] = ref["positions"][:len(ids)]
+    return ref, bad, near
 
 
 def top_margin(top):
@@ -132,12 +156,19 @@ def first_divergence(a, b):
 
 
 def check_prompt(args, gguf, ids, dtype, idx, report):
-    ref = llama_cpp(args, gguf, ids)
+    greedy = pagellm_greedy(args, gguf, ids, dtype)
+    if args.num_valid_tokens:
+        ref, bad, near = teacher_forced_greedy(args, gguf, ids, greedy)
+        ref["generated"] = greedy if not bad else []
+        ref["generated_top"] = []
+    else:
+        ref = llama_cpp(args, gguf, ids)
     ours = pagellm_logprobs(args, gguf, ids, dtype, f"gguf_{idx}")
     mismatch, near_ties, delta = compare_logits(ours, ref, args.logprob_tol)
-    greedy = pagellm_greedy(args, gguf, ids, dtype)
     entry = {"prompt": idx, "num_tokens": len(ids), "max_delta_logprob_top20": round(float(delta), 6),
              "top1_mismatch": mismatch, "top1_near_ties": near_ties, "greedy_equal": greedy == ref["generated"]}
+    if args.num_valid_tokens:
+        entry.update(greedy_teacher_forced_mismatch=bad, greedy_teacher_forced_near_ties=near)
     ok = bool(not mismatch and delta <= args.logprob_tol)
     div = first_divergence(greedy, ref["generated"])
     if div is not None:
@@ -170,6 +201,9 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--logprob-tol", type=float, default=0.02)
     ap.add_argument("--hf-check", action="store_true")
+    ap.add_argument("--num-valid-tokens", type=int, default=0,
+                    help="tokenizer size when the lm_head has padding rows pagellm never samples (greedy is then "
+                         "checked teacher-forced, see teacher_forced_greedy)")
     ap.add_argument("--llama-cpp-config", default="exact", choices=sorted(CONFIGS))
     ap.add_argument("--quick", action="store_true", help="only the 40-token random prompt (CTest)")
     args = ap.parse_args()
