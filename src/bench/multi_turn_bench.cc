@@ -149,7 +149,7 @@ std::string FormatMultiTurnTable(std::span<const TurnSummary> turns, const std::
   out += fmt::format("{:<40} {:<10}\n", "Prefix cache hit rate (%):", Percent(cache->hit_rate));
   out += fmt::format("{:<40} {:<10.0f}\n", "Prefix cache queries (tokens):", cache->prefix_queries);
   out += fmt::format("{:<40} {:<10.0f}\n", "Prefix cache hits (tokens):", cache->prefix_hits);
-  for (const auto& [name, value] : cache->hybrid_snapshot) out += fmt::format("{:<40} {:<10.0f}\n", name + ":", value);
+  for (const auto& [name, value] : cache->hybrid_state) out += fmt::format("{:<40} {:<10.0f}\n", name + ":", value);
   return out;
 }
 
@@ -186,8 +186,8 @@ void AddMultiTurnJson(std::span<const TurnSummary> turns, const MultiTurnRunResu
   }
   OrderedJson hybrid = OrderedJson::object();
   if (r.cache)
-    for (const auto& [name, value] : r.cache->hybrid_snapshot) hybrid[name] = value;
-  cache["hybrid_state_snapshot"] = std::move(hybrid);
+    for (const auto& [name, value] : r.cache->hybrid_state) hybrid[name] = value;
+  cache["hybrid_state"] = std::move(hybrid);
   (*json)["server_prefix_cache"] = std::move(cache);
 }
 

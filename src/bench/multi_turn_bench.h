@@ -12,7 +12,7 @@
 // Per turn it reports TTFT/TPOT/ITL/E2EL and the cached share of the prompt as the
 // server's usage.prompt_tokens_details.cached_tokens tells it; over the run, the server's
 // prefix-cache hit rate from vllm:prefix_cache_{hits,queries}_total and the
-// pagellm:hybrid_state_snapshot_* deltas.
+// pagellm:hybrid_state_* metrics (snapshot hits, saves, evictions; gauges).
 #pragma once
 
 #include <cstdint>
@@ -72,7 +72,7 @@ std::string FormatMultiTurnTable(std::span<const TurnSummary> turns, const std::
                                  std::span<const double> percentiles);
 
 // Adds "multi_turn" (parameters and the per-turn figures) and "server_prefix_cache"
-// (hits, queries, hit_rate, hybrid_state_snapshot) to the result JSON.
+// (hits, queries, hit_rate, hybrid_state) to the result JSON.
 void AddMultiTurnJson(std::span<const TurnSummary> turns, const MultiTurnRunResult& result, OrderedJson* json);
 
 }  // namespace pagellm::bench

@@ -94,11 +94,11 @@ CacheCounterDelta DiffCacheCounters(const PrometheusSamples& before, const Prome
     if (d.prefix_queries > 0) d.hit_rate = d.prefix_hits / d.prefix_queries;
   }
   for (const auto& [name, value] : after) {
-    if (name.compare(0, kHybridSnapshotMetricPrefix.size(), kHybridSnapshotMetricPrefix) != 0) continue;
+    if (name.compare(0, kHybridStateMetricPrefix.size(), kHybridStateMetricPrefix) != 0) continue;
     if (EndsWith(name, "_created")) continue;  // prometheus_client's creation timestamps
     const auto it = before.find(name);
     const bool is_counter = EndsWith(name, "_total");
-    d.hybrid_snapshot[name] = is_counter ? value - (it == before.end() ? 0.0 : it->second) : value;
+    d.hybrid_state[name] = is_counter ? value - (it == before.end() ? 0.0 : it->second) : value;
   }
   return d;
 }

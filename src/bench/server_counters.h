@@ -1,7 +1,8 @@
 // The server-side cache counters a benchmark reports: scrapes a Prometheus /metrics page
 // before and after a run and turns the two into the run's prefix-cache hit rate
 // (vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total, both in tokens) and
-// the deltas of pagellm's hybrid snapshot counters (pagellm:hybrid_state_snapshot_*).
+// the deltas of pagellm's hybrid-state counters (pagellm:hybrid_state_*: GDN state
+// snapshot hits, restored tokens, saves, evictions; snapshot and slot gauges).
 //
 //   PAGELLM_ASSIGN_OR_RETURN(std::string before, FetchHttpText(target, "/metrics"));
 //   ... run ...
@@ -29,17 +30,17 @@ namespace pagellm::bench {
 using PrometheusSamples = std::map<std::string, double>;
 PrometheusSamples ParsePrometheusText(std::string_view text);
 
-// Prefix used to pick the hybrid state-snapshot metrics out of a scrape.
-inline constexpr std::string_view kHybridSnapshotMetricPrefix = "pagellm:hybrid_state_snapshot";
+// Prefix used to pick the hybrid-state (GDN snapshot and slot) metrics out of a scrape.
+inline constexpr std::string_view kHybridStateMetricPrefix = "pagellm:hybrid_state_";
 
 struct CacheCounterDelta {
   bool prefix_counters_found = false;  // both vllm:prefix_cache_* counters were exposed
   double prefix_queries = 0.0;         // tokens looked up during the run
   double prefix_hits = 0.0;            // tokens found cached during the run
   std::optional<double> hit_rate;      // hits / queries; nullopt when queries == 0
-  // pagellm:hybrid_state_snapshot_* metrics: counters (*_total) as run deltas, gauges
+  // pagellm:hybrid_state_* metrics: counters (*_total) as run deltas, gauges
   // as their value after the run. Empty when the server exposes none.
-  std::map<std::string, double> hybrid_snapshot;
+  std::map<std::string, double> hybrid_state;
 };
 
 CacheCounterDelta DiffCacheCounters(const PrometheusSamples& before, const PrometheusSamples& after);

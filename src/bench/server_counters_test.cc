@@ -29,6 +29,7 @@ constexpr std::string_view kAfter = "vllm:prefix_cache_queries_total{model_name=
                                     "pagellm:hybrid_state_snapshot_hits_total{model_name=\"a\"} 9\r\n"
                                     "pagellm:hybrid_state_snapshot_saves_total{model_name=\"a\"} 4\r\n"
                                     "pagellm:hybrid_state_snapshots_in_use{model_name=\"a\"} 7\r\n"
+                                    "pagellm:hybrid_state_slots_capacity{model_name=\"a\"} 8\r\n"
                                     "pagellm:hybrid_state_snapshot_hits_created{model_name=\"a\"} 1.7e9\r\n";
 
 TEST(ServerCountersTest, ParsesAndSumsOverLabelSets) {
@@ -53,12 +54,13 @@ TEST(ServerCountersTest, HitRateIsTheRunsDelta) {
   EXPECT_DOUBLE_EQ(*d.hit_rate, 0.5);
   // Counters as deltas (a counter first seen after the run counts from 0), gauges as
   // their value after the run, _created series left out.
-  ASSERT_EQ(d.hybrid_snapshot.size(), 3u);
-  EXPECT_DOUBLE_EQ(d.hybrid_snapshot.at("pagellm:hybrid_state_snapshot_hits_total"), 7.0);
-  EXPECT_DOUBLE_EQ(d.hybrid_snapshot.at("pagellm:hybrid_state_snapshot_saves_total"), 4.0);
-  EXPECT_EQ(d.hybrid_snapshot.count("pagellm:hybrid_state_snapshot_hits_created"), 0u);
-  EXPECT_EQ(d.hybrid_snapshot.count("pagellm:hybrid_state_snapshots_in_use"), 1u);
-  EXPECT_DOUBLE_EQ(d.hybrid_snapshot.at("pagellm:hybrid_state_snapshots_in_use"), 7.0);
+  ASSERT_EQ(d.hybrid_state.size(), 4u);
+  EXPECT_DOUBLE_EQ(d.hybrid_state.at("pagellm:hybrid_state_snapshot_hits_total"), 7.0);
+  EXPECT_DOUBLE_EQ(d.hybrid_state.at("pagellm:hybrid_state_snapshot_saves_total"), 4.0);
+  EXPECT_EQ(d.hybrid_state.count("pagellm:hybrid_state_snapshot_hits_created"), 0u);
+  EXPECT_EQ(d.hybrid_state.count("pagellm:hybrid_state_snapshots_in_use"), 1u);
+  EXPECT_DOUBLE_EQ(d.hybrid_state.at("pagellm:hybrid_state_snapshots_in_use"), 7.0);
+  EXPECT_DOUBLE_EQ(d.hybrid_state.at("pagellm:hybrid_state_slots_capacity"), 8.0);
 }
 
 TEST(ServerCountersTest, NoQueriesMeansNoHitRate) {
@@ -76,7 +78,7 @@ TEST(ServerCountersTest, BareCounterNamesAndMissingCounters) {
       ParsePrometheusText("vllm:prefix_cache_queries 30\nvllm:prefix_cache_hits 5\n"));
   ASSERT_TRUE(bare.hit_rate.has_value());
   EXPECT_DOUBLE_EQ(*bare.hit_rate, 0.25);
-  EXPECT_TRUE(bare.hybrid_snapshot.empty());
+  EXPECT_TRUE(bare.hybrid_state.empty());
   const CacheCounterDelta none = DiffCacheCounters(ParsePrometheusText("vllm:num_requests_running 1\n"),
                                                    ParsePrometheusText("vllm:num_requests_running 0\n"));
   EXPECT_FALSE(none.prefix_counters_found);
