@@ -133,6 +133,7 @@ def main():
         "ref_act_kv_f16": lambda: reference(args, deq, ids, act + ["--kv-f16"]),
         "ref_act_kv_f16_mmf32": lambda: reference(args, deq, ids, act + ["--kv-f16", "--matmul-f32"]),
         "ref_plain_mmf32": lambda: reference(args, deq, ids, ["--matmul-f32"]),
+        "ref_act_mmf32": lambda: reference(args, deq, ids, act + ["--matmul-f32"]),
     }
     names = args.runs.split(",") if args.runs else list(runs)
     results = {n: runs[n]() for n in names}
