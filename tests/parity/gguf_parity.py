@@ -180,11 +180,14 @@ def check_prompt(args, gguf, ids, dtype, idx, report):
         else:
             ok = False
     if args.hf_check:
-        hf = pagellm_logprobs(args, args.model_dir, ids, dtype, f"hf_{idx}")
+        # The HF directory (bf16 weights) loaded at the GGUF's own type holds the same values
+        # as an F32/F16/BF16 GGUF, so those runs must be bit-identical; Q8_0 has no HF twin.
+        hf_dtype = {"f32": "float32", "f16": "float16"}.get(args.outtype, dtype)
+        hf = pagellm_logprobs(args, args.model_dir, ids, hf_dtype, f"hf_{idx}")
         hf_delta = float(np.max(np.abs(hf - ours)))
-        hf_greedy = pagellm_greedy(args, args.model_dir, ids, dtype)
+        hf_greedy = pagellm_greedy(args, args.model_dir, ids, hf_dtype)
         entry.update(hf_vs_gguf_max_delta_logprob=hf_delta, hf_vs_gguf_greedy_equal=hf_greedy == greedy)
-        hf_tol = 0.0 if args.outtype == "bf16" else args.logprob_tol
+        hf_tol = args.logprob_tol if args.outtype == "q8_0" else 0.0
         ok = bool(ok and hf_greedy == greedy and hf_delta <= hf_tol)
     entry["ok"] = bool(ok)
     report["prompts"].append(entry)
