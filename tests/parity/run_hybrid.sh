@@ -12,7 +12,7 @@ PRESETS=${*:-qwen3.5-tiny qwen3.5-moe-tiny qwen3-next-tiny qwen3.5-0.8b}
 HERE=$(cd "$(dirname "$0")" && pwd)
 status=0
 for preset in $PRESETS; do
-  for case in "f16 1.0" "bf16 2.0" "q8_0 4.0"; do
+  for case in "f16 1.5" "bf16 4.0" "q8_0 2.0"; do
     set -- $case
     extra=(); dtype=auto
     if [ "$1" = bf16 ]; then
