@@ -46,13 +46,14 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 EVAL = os.path.join(HERE, "..", "gguf", "llama_cpp_eval.mjs")
 ENV = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
-ENGINE_FLAGS = ["--kv-cache-memory", str(64 << 20), "--max-model-len", "2048"]
+ENGINE_FLAGS = ["--max-model-len", "2048"]
 # --llama-cpp-config -> (llama_cpp_eval --flash-attention, --kv-type, pagellm --kv-cache-dtype)
 CONFIGS = {"exact": ("off", "F32", "float32"), "default": ("auto", "F16", "float16")}
 
 
 def engine_flags(args):
-    return ENGINE_FLAGS + ["--kv-cache-dtype", CONFIGS[args.llama_cpp_config][2]]
+    return ENGINE_FLAGS + ["--kv-cache-dtype", CONFIGS[args.llama_cpp_config][2],
+                           "--kv-cache-memory", str(args.kv_cache_mib << 20)]
 
 
 def run(cmd):
@@ -204,6 +205,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--logprob-tol", type=float, default=0.02)
     ap.add_argument("--hf-check", action="store_true")
+    ap.add_argument("--kv-cache-mib", type=int, default=64,
+                    help="pagellm --kv-cache-memory in MiB (a realistic hybrid preset's state slot needs more)")
     ap.add_argument("--num-valid-tokens", type=int, default=0,
                     help="tokenizer size when the lm_head has padding rows pagellm never samples (greedy is then "
                          "checked teacher-forced, see teacher_forced_greedy)")

@@ -20,7 +20,7 @@ for preset in $PRESETS; do
       case $preset in *moe*|*next*) dtype=bfloat16 ;; esac
     fi
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$HERE/gguf_parity.py" --pagellm "$PAGELLM" --workdir "$WORK" \
-      --preset "$preset" --outtype "$1" --logprob-tol "$2" --dtype "$dtype" --num-valid-tokens 151669 \
+      --preset "$preset" --outtype "$1" --logprob-tol "$2" --dtype "$dtype" --num-valid-tokens 151669 --kv-cache-mib 512 \
       "${extra[@]}" || status=1
   done
 done
