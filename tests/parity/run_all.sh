@@ -17,7 +17,7 @@ for preset in $PRESETS; do
     set -- $case
     [ "$1" = f32 ] && [ "$preset" = qwen3-0.6b ] && continue
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$HERE/gguf_parity.py" --pagellm "$PAGELLM" --workdir "$WORK" \
-      --preset "$preset" --outtype "$1" --logprob-tol "$2" --hf-check --llama-cpp-config exact || status=1
+      --preset "$preset" --outtype "$1" --logprob-tol "$2" --hf-check --llama-cpp-config exact --kv-cache-mib 512 || status=1
   done
 done
 exit $status
