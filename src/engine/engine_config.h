@@ -29,9 +29,9 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   // Hybrid models (Qwen3.5 / Qwen3-Next) with prefix caching: snapshot the GDN state
   // every this many blocks (prefill chunks are cut there; vLLM's
-  // --mamba-cache-block-interval idea) and keep this many snapshots (0 => max_num_seqs),
-  // evicted LRU and planned with the KV cache. Interval 0 turns prefix caching off for
-  // hybrid models.
+  // --mamba-cache-block-interval idea) and keep this many snapshots (0 => sized from
+  // memory: 25% of what the state slots leave), evicted LRU and planned with the KV
+  // cache. Interval 0 turns prefix caching off for hybrid models.
   int32_t hybrid_state_snapshot_interval = 4;
   int32_t hybrid_state_snapshots = 0;
 

@@ -48,7 +48,9 @@ class LlmEngine {
   const EngineCore& core() const { return *core_; }
 
  private:
-  explicit LlmEngine(std::unique_ptr<EngineCore> core) : core_(std::move(core)) {}
+  // Stats start as the core's, so /metrics shows every family (hybrid ones too) before
+  // the first step.
+  explicit LlmEngine(std::unique_ptr<EngineCore> core) : core_(std::move(core)), stats_(core_->stats()) {}
   void Loop();
   void DrainCommands();  // applies queued adds/aborts; engine thread only
 
