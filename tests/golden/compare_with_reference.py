@@ -95,6 +95,11 @@ def check_case(pagellm, work, name, preset, dtype, edits):
             exact_rel = np.abs(ours - exact).max() / np.abs(exact).max()
             if exact_rel > EXACT_REL_ERR[dtype]:
                 failures.append(f"{name}#{i}: distance to the exact reference {exact_rel:.2e} > {EXACT_REL_ERR[dtype]}")
+        # The arrays are [T, vocab] float64 (~350 MB for the 300-token prompt): drop them once
+        # loaded, so a full suite does not leave gigabytes behind (PAGELLM_KEEP_GOLDEN=1 keeps them).
+        for path in (ours_path, ref_path, os.path.join(work, f"{name}-{i}-exact.npy")):
+            if os.path.exists(path) and not os.environ.get("PAGELLM_KEEP_GOLDEN"):
+                os.remove(path)
         if ours.shape != theirs.shape:
             failures.append(f"{name}#{i}: shape {ours.shape} vs {theirs.shape}")
             continue

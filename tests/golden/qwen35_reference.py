@@ -228,6 +228,9 @@ def cmd_compare(args):
         ref = json.loads(run([sys.executable, os.path.abspath(__file__), "ref", model, "--ids", ids_arg,
                               "--out", ref_path, "--greedy", str(greedy_n)]))
         ours, theirs = np.load(ours_path).astype(np.float64), np.load(ref_path)
+        if not os.environ.get("PAGELLM_KEEP_GOLDEN"):  # [T, vocab] float64: drop once loaded
+            os.remove(ours_path)
+            os.remove(ref_path)
         if ours.shape != theirs.shape:
             failures.append(f"#{i}: shape {ours.shape} vs {theirs.shape}")
             continue
