@@ -50,63 +50,6 @@ Status DequantizeInto(const GgufTensorInfo& info, const TensorView& dst) {
   return errors.empty() ? OkStatus() : errors.front();
 }
 
-// The ModelWeights field HF tensor `spec` binds to (the same table as BindWeights).
-TensorView* SlotFor(ModelWeights& w, const WeightSpec& spec) {
-  switch (spec.role) {
-    case WeightRole::kEmbedding: return &w.embed_tokens;
-    case WeightRole::kLmHead: return &w.lm_head;
-    case WeightRole::kFinalNorm: return &w.norm;
-    default: break;
-  }
-  LayerWeights& l = w.layers[static_cast<size_t>(spec.layer_idx)];
-  if (spec.expert_idx >= 0) {  // "mlp.experts.M.{gate,up,down}_proj.weight"
-    const size_t e = static_cast<size_t>(spec.expert_idx);
-    auto& list = spec.field.find(".gate_proj.") != std::string::npos ? l.expert_gate_proj
-                 : spec.field.find(".up_proj.") != std::string::npos  ? l.expert_up_proj
-                                                                       : l.expert_down_proj;
-    if (list.size() <= e) list.resize(e + 1);
-    return &list[e];
-  }
-  static const std::map<std::string, TensorView LayerWeights::*, std::less<>> kFields = {
-      {"input_layernorm.weight", &LayerWeights::input_layernorm},
-      {"self_attn.q_proj.weight", &LayerWeights::q_proj},
-      {"self_attn.k_proj.weight", &LayerWeights::k_proj},
-      {"self_attn.v_proj.weight", &LayerWeights::v_proj},
-      {"self_attn.q_proj.bias", &LayerWeights::q_bias},
-      {"self_attn.k_proj.bias", &LayerWeights::k_bias},
-      {"self_attn.v_proj.bias", &LayerWeights::v_bias},
-      {"self_attn.o_proj.weight", &LayerWeights::o_proj},
-      {"self_attn.o_proj.bias", &LayerWeights::o_bias},
-      {"self_attn.q_norm.weight", &LayerWeights::q_norm},
-      {"self_attn.k_norm.weight", &LayerWeights::k_norm},
-      {"post_attention_layernorm.weight", &LayerWeights::post_attention_layernorm},
-      {"mlp.gate_proj.weight", &LayerWeights::gate_proj},
-      {"mlp.up_proj.weight", &LayerWeights::up_proj},
-      {"mlp.down_proj.weight", &LayerWeights::down_proj},
-      {"linear_attn.in_proj_qkv.weight", &LayerWeights::gdn_in_proj_qkv},
-      {"linear_attn.in_proj_z.weight", &LayerWeights::gdn_in_proj_z},
-      {"linear_attn.in_proj_b.weight", &LayerWeights::gdn_in_proj_b},
-      {"linear_attn.in_proj_a.weight", &LayerWeights::gdn_in_proj_a},
-      {"linear_attn.in_proj_qkvz.weight", &LayerWeights::gdn_in_proj_qkvz},
-      {"linear_attn.in_proj_ba.weight", &LayerWeights::gdn_in_proj_ba},
-      {"linear_attn.conv1d.weight", &LayerWeights::gdn_conv1d},
-      {"linear_attn.dt_bias", &LayerWeights::gdn_dt_bias},
-      {"linear_attn.A_log", &LayerWeights::gdn_a_log},
-      {"linear_attn.norm.weight", &LayerWeights::gdn_norm},
-      {"linear_attn.out_proj.weight", &LayerWeights::gdn_out_proj},
-      {"mlp.gate.weight", &LayerWeights::moe_router},
-      {"mlp.experts.gate_up_proj", &LayerWeights::experts_gate_up},
-      {"mlp.experts.down_proj", &LayerWeights::experts_down},
-      {"mlp.shared_expert.gate_proj.weight", &LayerWeights::shared_gate_proj},
-      {"mlp.shared_expert.up_proj.weight", &LayerWeights::shared_up_proj},
-      {"mlp.shared_expert.down_proj.weight", &LayerWeights::shared_down_proj},
-      {"mlp.shared_expert_gate.weight", &LayerWeights::shared_expert_gate},
-  };
-  auto it = kFields.find(spec.field);
-  PAGELLM_CHECK(it != kFields.end());
-  return &(l.*(it->second));
-}
-
 }  // namespace
 
 StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSource& source) {
@@ -127,7 +70,7 @@ StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSo
       return InvalidArgumentError(fmt::format("tensor '{}' in {}: Q8_0 is supported for matrices only",
                                               spec.name, source.Origin(spec.name)));
     }
-    *SlotFor(w, spec) = *view;
+    *WeightSlot(w, spec) = *view;
   }
   if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
   w.storage = source.Storage();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/weights.h"
 
 namespace pagellm {
 
@@ -65,5 +66,9 @@ std::vector<WeightSpec> ListWeightSpecs(const ModelConfig& config);
 // True for checkpoint tensors pagellm deliberately does not load: multi-token-prediction
 // heads ("mtp.*") and the vision tower ("model.visual.*", "visual.*").
 bool IsSkippedAuxiliaryTensor(const std::string& name);
+
+// The ModelWeights field `spec` binds to (expert lists grow on demand); both the
+// safetensors and the GGUF binder fill weights through it.
+TensorView* WeightSlot(ModelWeights& w, const WeightSpec& spec);
 
 }  // namespace pagellm
