@@ -30,27 +30,34 @@ template <int M, int NR>
 void TileQ8_0(const Q8_0GemvArgs& a, int64_t m0, int64_t n0) {
   const int64_t nb = a.k / kQ8_0BlockElements;
   __m256 acc[NR][M];
+  #pragma GCC unroll 8
   for (int r = 0; r < NR; ++r)
+    #pragma GCC unroll 8
     for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xv[M], ax[M];
     __m256 dx[M];
+    #pragma GCC unroll 8
     for (int m = 0; m < M; ++m) {
       xv[m] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x[(m0 + m) * nb + b].qs));
       ax[m] = _mm256_abs_epi8(xv[m]);
       dx[m] = _mm256_set1_ps(a.x_d[(m0 + m) * nb + b]);
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
       const BlockQ8_0& wb = a.w[(n0 + r) * nb + b];
       const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs));
       const __m256 dw = _mm256_set1_ps(_cvtsh_ss(wb.d));
+      #pragma GCC unroll 8
       for (int m = 0; m < M; ++m) {
         const __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ax[m], _mm256_sign_epi8(wv, xv[m]));
         acc[r][m] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(dot), dx[m]), dw, acc[r][m]);
       }
     }
   }
+  #pragma GCC unroll 8
   for (int r = 0; r < NR; ++r)
+    #pragma GCC unroll 8
     for (int m = 0; m < M; ++m)
       a.y[(m0 + m) * a.n + n0 + r] = HorizontalSum(acc[r][m]) + (a.bias ? a.bias[n0 + r] : 0.0f);
 }
