@@ -106,6 +106,11 @@ class Backend {
   virtual StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight, const TensorView& bias,
                                                                 const LinearOptions& options = {}) = 0;
 
+  // Bytes this backend holds right now for the LinearWeights it prepared that are still
+  // alive: packed, widened or quantized copies (oneDNN layouts, W8A8, repacked Q8_0),
+  // not the borrowed views. The memory plan counts them with the weights.
+  virtual int64_t prepared_weight_bytes() const { return 0; }
+
   // y [M, N] = x [M, K] · W^T (+ bias). Precondition: `weight` was prepared by this backend.
   virtual void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) = 0;
 

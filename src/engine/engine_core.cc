@@ -60,7 +60,11 @@ Status EngineCore::Init() {
   int32_t max_tokens = std::max(config_.max_num_batched_tokens, 1);
   LinearOptions linear_options;
   PAGELLM_ASSIGN_OR_RETURN(linear_options.quantization, LinearQuantizationFromName(config_.quantization));
+  // What the backend packs, widens or quantizes while preparing this model's weights (the
+  // backend is shared by the process; engines are created one at a time).
+  const int64_t prepared_before = backend_->prepared_weight_bytes();
   PAGELLM_ASSIGN_OR_RETURN(model_, CreateCausalLm(mc, loaded_.weights, *backend_, max_tokens, linear_options));
+  prepared_weight_bytes_ = backend_->prepared_weight_bytes() - prepared_before;
   PAGELLM_RETURN_IF_ERROR(InitScheduler());
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_cache_, config_.block_size);
   SamplerConfig sc;
@@ -80,10 +84,9 @@ Status EngineCore::InitScheduler() {
     return InvalidArgumentError(fmt::format("--block-size must be in [1, 1024], got {}", config_.block_size));
   }
   KvCacheSpec one_block = model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype);
-  // Bytes of the weights as loaded (packed copies a backend makes are not counted).
-  int64_t weight_bytes = static_cast<int64_t>(WeightBytes(loaded_.weights));
   MemoryPlanInputs in;
-  in.weight_bytes = weight_bytes;
+  in.weight_bytes = static_cast<int64_t>(WeightBytes(loaded_.weights));
+  in.prepared_weight_bytes = prepared_weight_bytes_;
   in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *
                        (4 * mc.hidden_size + 2 * mc.q_size() + 2 * mc.kv_size() + 2 * mc.intermediate_size) * 4;
   in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock());

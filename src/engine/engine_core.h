@@ -97,6 +97,7 @@ class EngineCore {
   LoadedModel loaded_;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   Backend* backend_ = nullptr;
+  int64_t prepared_weight_bytes_ = 0;  // the backend's copies of this model's weights
   std::unique_ptr<CausalLm> model_;  // QwenModel or HybridModel (engine/causal_lm.h)
   std::unique_ptr<PagedKvCache> kv_cache_;
   std::unique_ptr<ModelRunner> runner_;

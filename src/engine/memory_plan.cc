@@ -44,9 +44,12 @@ double MemoryPlan::max_concurrency() const {
 }
 
 std::string MemoryPlan::Summary() const {
+  const std::string prepared =
+      prepared_weight_bytes > 0 ? fmt::format(" (incl. {:.2f} GiB of packed copies)", prepared_weight_bytes / kGiB) : "";
   std::string line = fmt::format(
-      "memory plan: weights {:.2f} GiB, workspace {:.2f} GiB, KV cache {:.2f} GiB = {} blocks x {} tokens = {} tokens",
-      weight_bytes / kGiB, workspace_bytes / kGiB, kv_cache_bytes / kGiB, num_blocks, block_size, num_kv_tokens());
+      "memory plan: weights {:.2f} GiB{}, workspace {:.2f} GiB, KV cache {:.2f} GiB = {} blocks x {} tokens = {} tokens",
+      weight_bytes / kGiB, prepared, workspace_bytes / kGiB, kv_cache_bytes / kGiB, num_blocks, block_size,
+      num_kv_tokens());
   if (num_state_slots > 0) {
     line += fmt::format("; state slots: {} x {:.2f} MiB = {:.3f} GiB ({})", num_state_slots,
                         state_bytes_per_slot / kMiB, num_state_slots * state_bytes_per_slot / kGiB,
@@ -76,8 +79,9 @@ StatusOr<int64_t> CacheBudget(const MemoryPlanInputs& in, std::string* source) {
   }
   *source = fmt::format("--gpu-memory-utilization {} of {:.2f} GiB minus {:.2f} GiB of weights and workspace",
                         in.memory_utilization, in.device_memory_bytes / kGiB,
-                        (in.weight_bytes + in.workspace_bytes) / kGiB);
-  return static_cast<int64_t>(in.memory_utilization * in.device_memory_bytes) - in.weight_bytes - in.workspace_bytes;
+                        (in.weight_bytes + in.prepared_weight_bytes + in.workspace_bytes) / kGiB);
+  return static_cast<int64_t>(in.memory_utilization * in.device_memory_bytes) - in.weight_bytes -
+         in.prepared_weight_bytes - in.workspace_bytes;
 }
 
 // Hybrid models: state slots, then snapshots, out of `budget` (header comment); both
@@ -128,7 +132,8 @@ StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& in) {
     return InvalidArgumentError("memory plan: hybrid state needs state_bytes_per_slot >= 0 and max_num_seqs > 0");
   }
   MemoryPlan plan;
-  plan.weight_bytes = in.weight_bytes;
+  plan.weight_bytes = in.weight_bytes + in.prepared_weight_bytes;
+  plan.prepared_weight_bytes = in.prepared_weight_bytes;
   plan.workspace_bytes = in.workspace_bytes;
   plan.block_size = in.block_size;
   plan.max_model_len = in.max_model_len;

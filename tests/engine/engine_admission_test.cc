@@ -109,6 +109,33 @@ TEST(EngineAdmissionTest, MemoryPlanLogsMaximumConcurrency) {
   EXPECT_THAT(log.str(), HasSubstr("16.00x"));
 }
 
+// The CPU backend's oneDNN packed copies (f32 weights: one more copy of every linear
+// layer, lm_head included) are counted with the weights and taken from the budget.
+TEST(EngineAdmissionTest, MemoryPlanCountsTheBackendsPackedWeightCopies) {
+  auto core = Make(F32Config());
+  const MemoryPlan& plan = core->memory_plan();
+  ASSERT_GT(plan.prepared_weight_bytes, 0);
+  const int64_t loaded = plan.weight_bytes - plan.prepared_weight_bytes;
+  // Every weight but the embedding and the norms is a linear layer: packed f32 copies
+  // are at least half of what was loaded (the tied embedding serves as lm_head too).
+  EXPECT_GT(plan.prepared_weight_bytes, loaded / 2);
+  EXPECT_LE(plan.prepared_weight_bytes, 2 * loaded);
+  EXPECT_THAT(plan.Summary(), HasSubstr("GiB of packed copies"));
+
+  MemoryPlanInputs in;
+  in.weight_bytes = 1ll << 30;
+  in.prepared_weight_bytes = 1ll << 30;
+  in.workspace_bytes = 0;
+  in.kv_bytes_per_block = 1 << 20;
+  in.max_model_len = 16;
+  in.memory_utilization = 0.5;
+  in.device_memory_bytes = 8ll << 30;  // 4 GiB usable - 2 GiB of weights = 2048 blocks
+  auto fraction_plan = PlanMemory(in);
+  ASSERT_TRUE(fraction_plan.ok()) << fraction_plan.status();
+  EXPECT_EQ(fraction_plan->num_blocks, 2048);
+  EXPECT_EQ(fraction_plan->weight_bytes, 2ll << 30);
+}
+
 // Hybrid plan arithmetic at Qwen3.5-0.8B-like sizes: a 20 MiB state slot, 192 KiB KV
 // blocks of 16 tokens (6 attention layers x K,V x 2 heads x 256 x bf16), 4096-token
 // requests (256 blocks = 48 MiB), --max-num-seqs 256, snapshots every 4 blocks.

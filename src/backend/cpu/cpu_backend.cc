@@ -21,10 +21,23 @@ namespace {
 class CpuLinearWeight final : public LinearWeight {
  public:
   CpuLinearWeight(const Backend* be, const TensorView& w) : LinearWeight(be, w.dim(0), w.dim(1)), weight(w) {}
+  ~CpuLinearWeight() override {
+    if (tally != nullptr) *tally -= counted_bytes;
+  }
+  // Adds what this weight owns to the backend's tally (once, when fully prepared).
+  void Count(std::atomic<int64_t>* backend_tally) {
+    counted_bytes = static_cast<int64_t>(bias.size() * sizeof(float));
+    if (dnnl != nullptr) counted_bytes += static_cast<int64_t>(dnnl->packed_bytes());
+    if (w8a8 != nullptr) counted_bytes += w8a8->owned_bytes();
+    tally = backend_tally;
+    *tally += counted_bytes;
+  }
   TensorView weight;                  // [N, K], borrowed (GEMV reads it in place; q8_0 too)
   std::vector<float> bias;            // [N] or empty
   std::unique_ptr<DnnlMatmul> dnnl;   // packed copy for M > gemv_max_rows; may be null
   std::unique_ptr<W8A8Weight> w8a8;   // set for LinearQuantization::kInt8 (then `dnnl` is null)
+  std::atomic<int64_t>* tally = nullptr;
+  int64_t counted_bytes = 0;
 };
 
 // ---- AVX2 helpers -------------------------------------------------------------
@@ -131,12 +144,11 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
     prepared->bias.resize(static_cast<size_t>(bias.numel()));
     LoadRow(bias.data, bias.dtype, bias.numel(), prepared->bias.data());
   }
-  if (weight.dtype == DType::kQ8_0) return std::unique_ptr<LinearWeight>(std::move(prepared));
-  if (options.quantization == LinearQuantization::kInt8) {
+  if (weight.dtype == DType::kQ8_0) {
+    // Read in place.
+  } else if (options.quantization == LinearQuantization::kInt8) {
     PAGELLM_ASSIGN_OR_RETURN(prepared->w8a8, W8A8Weight::Create(weight, options_.use_dnnl));
-    return std::unique_ptr<LinearWeight>(std::move(prepared));
-  }
-  if (options_.use_dnnl) {
+  } else if (options_.use_dnnl) {
     auto dnnl = DnnlMatmul::Create(weight);
     if (dnnl.ok()) {
       prepared->dnnl = std::move(dnnl).value();
@@ -145,6 +157,7 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
                 dnnl.status().ToString());
     }
   }
+  prepared->Count(&prepared_bytes_);
   return std::unique_ptr<LinearWeight>(std::move(prepared));
 }
 

@@ -17,6 +17,7 @@
 //   CpuBackend gemv_only({.gemv_max_rows = INT64_MAX});
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "backend/backend.h"
@@ -44,6 +45,7 @@ class CpuBackend final : public Backend {
   void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) override;
   StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight, const TensorView& bias,
                                                         const LinearOptions& options = {}) override;
+  int64_t prepared_weight_bytes() const override { return prepared_bytes_.load(); }
   void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) override;
   void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads, int64_t head_dim,
             float* x) override;
@@ -57,6 +59,7 @@ class CpuBackend final : public Backend {
  private:
   CpuBackendOptions options_;
   bool int8_avx512_ = false;  // isa == kAvx512 and the CPU has AVX-512 VNNI
+  std::atomic<int64_t> prepared_bytes_{0};  // see prepared_weight_bytes()
   ReferenceBackend fallback_;  // for shapes the SIMD kernels do not cover (head_dim % 16 != 0)
 };
 

@@ -53,6 +53,11 @@ void ScaleDots(const W8A8Weight& w, const float* x_scale, int64_t num_rows, cons
 
 }  // namespace
 
+int64_t W8A8Weight::owned_bytes() const {
+  return static_cast<int64_t>(q.size() + row_sum.size() * sizeof(int32_t) + scale.size() * sizeof(float) +
+                              (dnnl != nullptr ? dnnl->packed_bytes() : 0));
+}
+
 StatusOr<std::unique_ptr<W8A8Weight>> W8A8Weight::Create(const TensorView& weight, bool use_dnnl) {
   auto w = std::make_unique<W8A8Weight>();
   w->n = weight.dim(0);

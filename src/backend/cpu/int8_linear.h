@@ -27,6 +27,9 @@ struct W8A8Weight {
   std::vector<float> scale;             // [n] amax / 127 of each weight row
   std::unique_ptr<DnnlInt8Matmul> dnnl;  // packed copy for large M; may be null
 
+  // Bytes of the copies above (the memory plan counts them).
+  int64_t owned_bytes() const;
+
   // weight [N, K] bf16/f16/f32. use_dnnl=false skips the oneDNN copy.
   static StatusOr<std::unique_ptr<W8A8Weight>> Create(const TensorView& weight, bool use_dnnl);
 };
