@@ -1,16 +1,17 @@
 // kernel_bench: Linear throughput of the CPU backend for bf16, Q8_0 and W8A8 weights.
 //
 //   build-x/src/backend/kernel_bench [--isa avx2|avx512] [--reps 7] [--quick] [--m 512]
-// Prints, per [N, K] weight (Qwen3-0.6B's down_proj 1024x3072, gate/up 3072x1024 and
-// lm_head 151936x1024):
+// Prints, per [N, K] weight (Qwen3-0.6B's q/o_proj 1024x1024 and 2048x1024, down_proj
+// 1024x3072, gate/up 3072x1024 and lm_head 151936x1024):
 //   * M = 1 GEMV: GB/s of weight bytes streamed (bf16 2 B, q8_0 34/32 B, w8a8 1 B per
 //     element), cold cache: weights and x are flushed (clflush) before every call;
 //   * M = 8, 16, 64, 512: GFLOP/s (2*M*N*K / time; int8 "GOPS" for q8_0 / w8a8), also
 //     cold, and the same per CPU-second of the process (threads' CPU time, so a figure
 //     that time slicing on a loaded machine disturbs less: compare kernels with it).
 // and the DRAM read ceiling of the same threads (a 1 GiB AVX2 sum). Rows: bf16 (GEMV /
-// oneDNN), q8_0 (GEMV for M <= 4, the Q8_0 GEMM above), q8_0v (the GEMV for every M:
-// the Q8_0 path before the GEMM) and w8a8 (GEMV / oneDNN s8). Each number is the median
+// oneDNN), q8_0r (Q8_0 repacked at load, q8_0_packed.h: one kernel for every M), q8_0
+// (read in place: GEMV for M <= 4, the per-call-repacking GEMM above), q8_0v (the
+// in-place GEMV for every M) and w8a8 (GEMV / oneDNN s8). Each number is the median
 // of --reps runs; --m 512 runs one batch size only. Not a test: numbers depend on
 // machine load (printed first).
 #include <immintrin.h>
@@ -155,16 +156,21 @@ int main(int argc, char** argv) {
     if (a == "--quick") quick = true;
     if (a == "--m" && i + 1 < argc) only_m = std::atoll(argv[++i]);
   }
-  CpuBackend be(opts);
-  CpuBackendOptions gemv_opts = opts;
+  CpuBackendOptions inplace_opts = opts;
+  inplace_opts.repack_q8_0 = false;
+  CpuBackend be(inplace_opts);
+  CpuBackendOptions repack_opts = opts;
+  repack_opts.repack_q8_0 = true;
+  CpuBackend repack_be(repack_opts);  // Q8_0 repacked at load
+  CpuBackendOptions gemv_opts = inplace_opts;
   gemv_opts.gemv_max_rows = int64_t{1} << 30;
   CpuBackend gemv_be(gemv_opts);  // the q8_0 GEMV for every M (the path before the GEMM)
   std::printf("isa=%s threads=%d loadavg=%s\n", std::string(CpuIsaName(be.options().isa)).c_str(),
               omp_get_max_threads(), LoadAvg().c_str());
   std::printf("DRAM read ceiling: %.1f GB/s (median of %d, 1 GiB)\n", DramReadGbs(reps), reps);
   struct Shape { int64_t n, k; };
-  std::vector<Shape> shapes = {{1024, 3072}, {3072, 1024}, {151936, 1024}};
-  if (quick) shapes.pop_back();
+  std::vector<Shape> shapes = {{1024, 1024}, {2048, 1024}, {1024, 3072}, {3072, 1024}, {151936, 1024}};
+  if (quick) shapes = {{1024, 3072}, {3072, 1024}};
   const LinearOptions int8{.quantization = LinearQuantization::kInt8};
   for (Shape s : shapes) {
     Weights w = MakeWeights(s.n, s.k);
@@ -172,12 +178,14 @@ int main(int argc, char** argv) {
     auto wq = be.PrepareLinear(w.q8_view, {});
     auto wi = be.PrepareLinear(w.bf16_view, {}, int8);
     auto wv = gemv_be.PrepareLinear(w.q8_view, {});
-    if (!wb.ok() || !wq.ok() || !wi.ok() || !wv.ok()) return 1;
+    auto wr = repack_be.PrepareLinear(w.q8_view, {});
+    if (!wb.ok() || !wq.ok() || !wi.ok() || !wv.ok() || !wr.ok()) return 1;
     const double elems = static_cast<double>(s.n * s.k);
     struct Kind { const char* name; CpuBackend* be; const LinearWeight* w; const void* data; double bytes_per_elem; };
-    // bf16 GEMV and q8_0 read the views in place (clflush them); W8A8 and oneDNN read
-    // packed copies, so M > 1 bf16 and all w8a8 runs sweep the whole cache instead.
+    // bf16 GEMV and q8_0 read the views in place (clflush them); W8A8, q8_0r and oneDNN
+    // read packed copies, so M > 1 bf16, q8_0r and w8a8 runs sweep the whole cache instead.
     std::vector<Kind> kinds = {{"bf16", &be, wb->get(), w.bf16.data(), 2.0},
+                               {"q8_0r", &repack_be, wr->get(), nullptr, 34.0 / 32.0},
                                {"q8_0", &be, wq->get(), w.q8.data(), 34.0 / 32.0},
                                {"q8_0v", &gemv_be, wv->get(), w.q8.data(), 34.0 / 32.0},
                                {"w8a8", &be, wi->get(), nullptr, 1.0}};

@@ -3,6 +3,8 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/avx2_math.h"
@@ -12,6 +14,7 @@
 #include "backend/cpu/int8_linear.h"
 #include "backend/int8_quant.h"
 #include "backend/cpu/paged_attention_cpu.h"
+#include "backend/cpu/q8_0_packed.h"
 #include "common/logging.h"
 #include "tensor/half.h"
 
@@ -29,13 +32,15 @@ class CpuLinearWeight final : public LinearWeight {
     counted_bytes = static_cast<int64_t>(bias.size() * sizeof(float));
     if (dnnl != nullptr) counted_bytes += static_cast<int64_t>(dnnl->packed_bytes());
     if (w8a8 != nullptr) counted_bytes += w8a8->owned_bytes();
+    if (q8_0 != nullptr) counted_bytes += q8_0->owned_bytes();
     tally = backend_tally;
     *tally += counted_bytes;
   }
-  TensorView weight;                  // [N, K], borrowed (GEMV reads it in place; q8_0 too)
+  TensorView weight;                  // [N, K], borrowed (GEMV reads it in place; q8_0 unless repacked)
   std::vector<float> bias;            // [N] or empty
   std::unique_ptr<DnnlMatmul> dnnl;   // packed copy for M > gemv_max_rows; may be null
   std::unique_ptr<W8A8Weight> w8a8;   // set for LinearQuantization::kInt8 (then `dnnl` is null)
+  std::unique_ptr<Q8_0PackedWeight> q8_0;  // kQ8_0 weight repacked at load; may be null
   std::atomic<int64_t>* tally = nullptr;
   int64_t counted_bytes = 0;
 };
@@ -89,6 +94,11 @@ void LoadRow(const void* src, DType dtype, int64_t n, float* dst) {
 }
 
 }  // namespace
+
+bool Q8_0RepackDefault() {
+  const char* env = std::getenv("PAGELLM_Q8_0_REPACK");
+  return env == nullptr || std::string_view(env) != "0";
+}
 
 CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
   if (options_.isa == CpuIsa::kAvx512 && !CpuSupportsAvx512Bf16()) {
@@ -145,7 +155,10 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
     LoadRow(bias.data, bias.dtype, bias.numel(), prepared->bias.data());
   }
   if (weight.dtype == DType::kQ8_0) {
-    // Read in place.
+    // The original blocks stay mapped: Embedding reads them (tied lm_head / embed_tokens).
+    if (options_.repack_q8_0) {
+      prepared->q8_0 = Q8_0PackedWeight::Pack(static_cast<const BlockQ8_0*>(weight.data), weight.dim(0), weight.dim(1));
+    }
   } else if (options.quantization == LinearQuantization::kInt8) {
     PAGELLM_ASSIGN_OR_RETURN(prepared->w8a8, W8A8Weight::Create(weight, options_.use_dnnl));
   } else if (options_.use_dnnl) {
@@ -166,6 +179,7 @@ void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_
   const auto& w = static_cast<const CpuLinearWeight&>(weight);
   const float* bias = w.bias.empty() ? nullptr : w.bias.data();
   const Int8KernelChoice int8{.avx512 = int8_avx512_, .gemv_max_rows = options_.gemv_max_rows};
+  if (w.q8_0 != nullptr) return RunQ8_0Packed(*w.q8_0, x, num_rows, bias, y, int8_avx512_);
   if (w.weight.dtype == DType::kQ8_0) return RunQ8_0(w.weight, x, num_rows, bias, y, int8);
   if (w.w8a8 != nullptr) return RunW8A8(*w.w8a8, x, num_rows, bias, y, int8);
   if (num_rows > options_.gemv_max_rows && w.dnnl != nullptr && w.dnnl->Run(x, num_rows, y)) {

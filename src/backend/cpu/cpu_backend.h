@@ -7,7 +7,9 @@
 // they are a small share of the time. All threading is OpenMP, the same pool oneDNN
 // uses, so the two never oversubscribe the cores.
 //
-// Int8 (int8_linear.h): kQ8_0 weights run llama.cpp's q8_0 x q8_0 kernels for every M;
+// Int8: kQ8_0 weights are repacked once at PrepareLinear (q8_0_packed.h: one layout for
+// the GEMV and the GEMM, same bytes per weight as the file) unless repack_q8_0 is false,
+// which reads them in place (int8_linear.h: llama.cpp's q8_0 x q8_0 kernels for every M);
 // LinearOptions{kInt8} turns float weights into W8A8 (GEMV for M <= gemv_max_rows,
 // oneDNN s8 x s8 above). The AVX-512 int8 kernels need VNNI; isa = kAvx512 on a CPU
 // with BF16 but without VNNI runs the AVX2 int8 kernels.
@@ -26,6 +28,9 @@
 
 namespace pagellm {
 
+// False when PAGELLM_Q8_0_REPACK=0 is set, else true.
+bool Q8_0RepackDefault();
+
 struct CpuBackendOptions {
   CpuIsa isa = DetectCpuIsa();
   // Linear calls with at most this many rows use the GEMV kernels; more rows use
@@ -33,6 +38,9 @@ struct CpuBackendOptions {
   // hand-written GEMV wins up to about 4 rows on this class of machine.
   int64_t gemv_max_rows = 4;
   bool use_dnnl = true;  // false: GEMV kernels for every M
+  // Q8_0 weights: repack at load (true) or read the file's blocks in place (false, the
+  // path before the repacked layout; PAGELLM_Q8_0_REPACK=0 picks it for A/B runs).
+  bool repack_q8_0 = Q8_0RepackDefault();
 };
 
 class CpuBackend final : public Backend {

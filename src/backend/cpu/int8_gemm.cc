@@ -12,32 +12,13 @@
 #include "tensor/half.h"
 
 namespace pagellm {
-namespace {
 
-using int8_gemm::Acts;
-using int8_gemm::kPanelStrips;
-using int8_gemm::kStripBlockBytes;
-using int8_gemm::kStripRows;
-
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
-// A per-thread, 64-byte aligned scratch area that only grows (OpenMP threads persist).
-uint8_t* ThreadScratch(size_t bytes) {
-  thread_local std::unique_ptr<uint8_t, FreeDeleter> buf;
-  thread_local size_t capacity = 0;
-  if (capacity < bytes) {
-    capacity = (bytes + 4095) / 4096 * 4096;
-    buf.reset(static_cast<uint8_t*>(std::aligned_alloc(64, capacity)));
-  }
-  return buf.get();
-}
+namespace int8_gemm {
 
 // One block of 32 activations -> 32 int8 (xor 0x80 when `offset`) and the widened scale,
 // the same bytes as QuantizeRowQ8_0: amax, d = fp16(amax / 127), q = rne(x * (127 / amax))
 // (vcvtps2dq rounds to nearest even, like std::nearbyint in the default environment).
-inline float QuantizeBlock(const float* x, bool offset, uint8_t* q) {
+float QuantizeBlock(const float* x, bool offset, uint8_t* q) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 v[4], amax = _mm256_setzero_ps();
   for (int i = 0; i < 4; ++i) {
@@ -58,6 +39,31 @@ inline float QuantizeBlock(const float* x, bool offset, uint8_t* q) {
   if (offset) out = _mm256_xor_si256(out, _mm256_set1_epi8(static_cast<char>(0x80)));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), out);
   return F16ToF32(d);
+}
+
+}  // namespace int8_gemm
+
+namespace {
+
+using int8_gemm::Acts;
+using int8_gemm::QuantizeBlock;
+using int8_gemm::kPanelStrips;
+using int8_gemm::kStripBlockBytes;
+using int8_gemm::kStripRows;
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// A per-thread, 64-byte aligned scratch area that only grows (OpenMP threads persist).
+uint8_t* ThreadScratch(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t, FreeDeleter> buf;
+  thread_local size_t capacity = 0;
+  if (capacity < bytes) {
+    capacity = (bytes + 4095) / 4096 * 4096;
+    buf.reset(static_cast<uint8_t*>(std::aligned_alloc(64, capacity)));
+  }
+  return buf.get();
 }
 
 // x [M, K] -> q [M, K] (xor 0x80 when `offset`) and d [M, nb], rows in parallel.

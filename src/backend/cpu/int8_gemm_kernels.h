@@ -44,6 +44,10 @@ struct Q8_0GemmKernels {
                 const float* bias, float* y);
 };
 
+// 32 activations -> 32 int8 (xor 0x80 when `offset`), returning the widened fp16 scale:
+// the same bytes as QuantizeRowQ8_0 (AVX2; also used by the packed Q8_0 path).
+float QuantizeBlock(const float* x, bool offset, uint8_t* q);
+
 Q8_0GemmKernels Q8_0GemmKernelsAvx512();
 Q8_0GemmKernels Q8_0GemmKernelsAvx2();
 

@@ -1,0 +1,109 @@
+#include "backend/cpu/q8_0_packed.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/int8_gemm_kernels.h"
+#include "backend/cpu/q8_0_packed_kernels.h"
+
+namespace pagellm {
+namespace {
+
+using q8_0_packed::PackedActs;
+
+// Strips per OpenMP work item. The GEMV (M <= 4) runs 4 strips per register tile at
+// M <= 2; the GEMM keeps a 4-strip panel (4 x nb x 544 bytes, <= 210 KB at K = 3072) in
+// L2 while every activation row goes over it.
+constexpr int64_t kStripsPerItem = 4;
+
+template <typename T>
+T* AlignedArray(int64_t count) {
+  const size_t bytes = (static_cast<size_t>(count) * sizeof(T) + 63) / 64 * 64;
+  return static_cast<T*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64)));
+}
+
+// Strip s of w into the packed arrays (see the layout in q8_0_packed.h).
+void PackStrip(const BlockQ8_0* w, int64_t n, int64_t nb, int64_t s, uint8_t* qs, uint16_t* d) {
+  const int64_t n0 = s * kQ8_0PackRows, valid = std::min(kQ8_0PackRows, n - n0);
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* q_out = qs + b * kQ8_0PackQsBytes;
+    uint16_t* d_out = d + b * kQ8_0PackRows;
+    for (int64_t r = 0; r < kQ8_0PackRows; ++r) {
+      if (r >= valid) {  // padding row: weight 0 (stored as 128), scale 0
+        for (int g = 0; g < 8; ++g) std::memset(q_out + g * 64 + r * 4, 0x80, 4);
+        d_out[r] = 0;
+        continue;
+      }
+      const BlockQ8_0& blk = w[(n0 + r) * nb + b];
+      for (int g = 0; g < 8; ++g) {
+        uint32_t v;
+        std::memcpy(&v, blk.qs + 4 * g, 4);
+        v ^= 0x80808080u;  // s8 -> u8 = w + 128, byte by byte
+        std::memcpy(q_out + g * 64 + r * 4, &v, 4);
+      }
+      d_out[r] = blk.d;
+    }
+  }
+}
+
+// x [M, K] -> q8_0 values, widened scales and -128 * block sums; rows in parallel when many.
+void QuantizeActs(const float* x, int64_t num_rows, int64_t k, int8_t* q, float* d, int32_t* corr) {
+  const int64_t nb = k / kQ8_0BlockElements;
+#pragma omp parallel for schedule(static) if (num_rows > 4)
+  for (int64_t m = 0; m < num_rows; ++m) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t i = m * k + b * kQ8_0BlockElements;
+      d[m * nb + b] = int8_gemm::QuantizeBlock(x + i, /*offset=*/false, reinterpret_cast<uint8_t*>(q + i));
+      int32_t sum = 0;
+      for (int j = 0; j < kQ8_0BlockElements; ++j) sum += q[i + j];
+      corr[m * nb + b] = -128 * sum;
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Q8_0PackedWeight> Q8_0PackedWeight::Pack(const BlockQ8_0* w, int64_t n, int64_t k) {
+  auto p = std::make_unique<Q8_0PackedWeight>();
+  p->n = n;
+  p->k = k;
+  p->nb = k / kQ8_0BlockElements;
+  p->num_strips = (n + kQ8_0PackRows - 1) / kQ8_0PackRows;
+  p->qs.reset(AlignedArray<uint8_t>(p->num_strips * p->nb * kQ8_0PackQsBytes));
+  p->d.reset(AlignedArray<uint16_t>(p->num_strips * p->nb * kQ8_0PackRows));
+  uint8_t* qs = p->qs.get();
+  uint16_t* d = p->d.get();
+  const int64_t nb = p->nb;
+#pragma omp parallel for schedule(static)
+  for (int64_t s = 0; s < p->num_strips; ++s) {
+    PackStrip(w, n, nb, s, qs + s * nb * kQ8_0PackQsBytes, d + s * nb * kQ8_0PackRows);
+  }
+  return p;
+}
+
+void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
+                   bool avx512) {
+  const auto strips = avx512 ? q8_0_packed::StripsAvx512 : q8_0_packed::StripsAvx2;
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> d;
+  thread_local std::vector<int32_t> corr;
+  q.resize(static_cast<size_t>(num_rows * w.k));
+  d.resize(static_cast<size_t>(num_rows * w.nb));
+  corr.resize(static_cast<size_t>(num_rows * w.nb));
+  // Raw pointers: inside the parallel regions the thread_local names are each worker's own.
+  const PackedActs acts{.q = q.data(), .d = d.data(), .corr = corr.data(), .num_rows = num_rows, .k = w.k,
+                        .nb = w.nb};
+  QuantizeActs(x, num_rows, w.k, q.data(), d.data(), corr.data());
+  const int64_t num_items = (w.num_strips + kStripsPerItem - 1) / kStripsPerItem;
+  // Dynamic: a thread whose core is taken by another process takes fewer items instead
+  // of holding up the barrier. The GEMV groups items (~64 per call) to keep the overhead
+  // low at 151936 rows; the GEMM's items are long enough on their own.
+  const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
+#pragma omp parallel for schedule(dynamic, grain)
+  for (int64_t i = 0; i < num_items; ++i) {
+    strips(acts, w, i * kStripsPerItem, std::min(w.num_strips, (i + 1) * kStripsPerItem), bias, y);
+  }
+}
+
+}  // namespace pagellm
