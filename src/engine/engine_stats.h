@@ -33,6 +33,9 @@ struct EngineStats {
   int64_t prefix_cache_hits = 0;       // vllm:prefix_cache_hits_total (tokens)
   int64_t num_steps = 0;
   int64_t last_step_tokens = 0;        // vllm:iteration_tokens_total observation
+  // pagellm:prefill_token_cap: prefill tokens the next step may take while requests
+  // decode (step_cost_model.h); 0 = no cap (only --max-num-batched-tokens).
+  int32_t prefill_token_cap = 0;
   HybridStateStats hybrid;
 };
 

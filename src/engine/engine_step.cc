@@ -180,6 +180,7 @@ void EngineCore::RefreshGauges() {
   stats_.kv_cache_usage = scheduler_->kv_cache().usage();
   stats_.prefix_cache_queries = scheduler_->kv_cache().prefix_cache_queries();
   stats_.prefix_cache_hits = scheduler_->kv_cache().prefix_cache_hits();
+  stats_.prefill_token_cap = scheduler_->max_prefill_tokens_per_step();
 }
 
 StatusOr<std::vector<float>> EngineCore::ScorePrompt(std::span<const int32_t> prompt) {

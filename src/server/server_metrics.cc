@@ -15,6 +15,10 @@ ServerMetrics::ServerMetrics(const std::string& model_name) {
   running_ = r.AddGauge("vllm:num_requests_running", "Number of requests in model execution batches.", m);
   waiting_ = r.AddGauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m);
   kv_usage_ = r.AddGauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m);
+  // No vLLM twin: vLLM's prefill budget per step is fixed (--max-num-batched-tokens).
+  prefill_cap_ = r.AddGauge("pagellm:prefill_token_cap",
+                            "Prefill tokens the next step may schedule while requests decode, from measured step "
+                            "times and --max-step-latency-ms (0: no cap besides --max-num-batched-tokens).", m);
   prompt_tokens_ = r.AddCounter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", m);
   generation_tokens_ = r.AddCounter("vllm:generation_tokens_total", "Number of generation tokens processed.", m);
   preemptions_ = r.AddCounter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", m);
@@ -91,6 +95,7 @@ void ServerMetrics::SyncEngine(const EngineStats& s, bool idle) {
   running_->Set(idle ? 0 : s.num_running);
   waiting_->Set(idle ? 0 : s.num_waiting);
   kv_usage_->Set(idle ? 0.0 : s.kv_cache_usage);
+  prefill_cap_->Set(idle ? 0 : s.prefill_token_cap);
   prompt_tokens_->SetCumulative(static_cast<double>(s.prompt_tokens_total));
   generation_tokens_->SetCumulative(static_cast<double>(s.generation_tokens_total));
   preemptions_->SetCumulative(static_cast<double>(s.num_preemptions_total));

@@ -28,8 +28,19 @@ bool Has(const std::string& text, const std::string& line) { return text.find(li
 TEST(ServerMetricsTest, DenseModelsExportNoHybridFamilies) {
   ServerMetrics metrics("m");
   const std::string text = metrics.Render(EngineStats{}, /*idle=*/false);
-  EXPECT_EQ(text.find("pagellm:"), std::string::npos);
+  EXPECT_EQ(text.find("pagellm:hybrid"), std::string::npos);
   EXPECT_TRUE(Has(text, "vllm:num_requests_running{model_name=\"m\"} 0"));
+}
+
+TEST(ServerMetricsTest, PrefillTokenCapIsExportedAndZeroWhenIdle) {
+  ServerMetrics metrics("m");
+  EngineStats s;
+  s.prefill_token_cap = 96;
+  std::string text = metrics.Render(s, /*idle=*/false);
+  EXPECT_TRUE(Has(text, "# TYPE pagellm:prefill_token_cap gauge"));
+  EXPECT_TRUE(Has(text, "pagellm:prefill_token_cap{model_name=\"m\"} 96"));
+  text = metrics.Render(s, /*idle=*/true);
+  EXPECT_TRUE(Has(text, "pagellm:prefill_token_cap{model_name=\"m\"} 0"));
 }
 
 TEST(ServerMetricsTest, HybridStateCacheSeriesCarryTheEngineCounts) {

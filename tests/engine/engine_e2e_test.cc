@@ -151,10 +151,13 @@ TEST_P(EngineE2eTest, PrefillCapNextToDecodesKeepsTokens) {
     }
     auto core = Make(c);
     int64_t max_later_step_tokens = 0;
+    int32_t max_cap_stat = 0;  // what /metrics exports as pagellm:prefill_token_cap
     RunResult got = RunConcurrently(*core, specs, [&](int64_t step) {
       if (step >= 2) max_later_step_tokens = std::max(max_later_step_tokens, core->stats().last_step_tokens);
+      max_cap_stat = std::max(max_cap_stat, core->stats().prefill_token_cap);
     });
     EXPECT_EQ(core->scheduler().max_prefill_tokens_per_step(), 16) << mode;
+    EXPECT_EQ(max_cap_stat, 16) << mode;
     EXPECT_LE(max_later_step_tokens, 16 + 6) << mode;  // one block of prefill + the decodes
     EXPECT_GE(got.num_steps, 1 + (143 + 15) / 16) << mode;
     ExpectSameTokens(got, want, mode);
