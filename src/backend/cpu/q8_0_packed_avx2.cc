@@ -30,38 +30,50 @@ void Tile(const PackedActs& x, const Q8_0PackedWeight& w, int64_t m0, int64_t s0
   const uint16_t* ds = w.d.get() + s0 * d_stride;
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
   __m256 acc[MR][NH];
+  #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) acc[m][h] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const int8_t* xb = x.q + m0 * x.k + b * kQ8_0BlockElements;
     __m256i dot[MR][NH];
+    #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m)
+      #pragma GCC unroll 8
       for (int h = 0; h < NH; ++h) dot[m][h] = _mm256_setzero_si256();
+    #pragma GCC unroll 8
     for (int g = 0; g < 8; ++g) {
       __m256i xv[MR];
+      #pragma GCC unroll 8
       for (int m = 0; m < MR; ++m) xv[m] = Broadcast4(xb + m * x.k + 4 * g);
+      #pragma GCC unroll 8
       for (int h = 0; h < NH; ++h) {
         const uint8_t* p = qs + (h / 2) * qs_stride + b * kQ8_0PackQsBytes + g * 64 + (h % 2) * 32;
         const __m256i ws = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)), flip);
         const __m256i aw = _mm256_abs_epi8(ws);
+        #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) {
           const __m256i prod = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[m], ws));
           dot[m][h] = _mm256_add_epi32(dot[m][h], _mm256_madd_epi16(prod, ones));
         }
       }
     }
+    #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) {
       const auto* dp = reinterpret_cast<const __m128i*>(ds + (h / 2) * d_stride + b * kQ8_0PackRows + (h % 2) * 8);
       const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(dp));
+      #pragma GCC unroll 8
       for (int m = 0; m < MR; ++m) {
         const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(x.d[(m0 + m) * nb + b]));
         acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[m][h]), scale, acc[m][h]);
       }
     }
   }
+  #pragma GCC unroll 8
   for (int h = 0; h < NH; ++h) {
     const int64_t col = s0 * kQ8_0PackRows + h * 8;
     const int64_t valid = std::clamp<int64_t>(w.n - col, 0, 8);
+    #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
       float out[8];
       _mm256_storeu_ps(out, acc[m][h]);
