@@ -3,7 +3,8 @@
 //
 // Tolerances. Both paths compute exact int32 dot products (per 32-block for Q8_0, per
 // row for W8A8), so CPU and reference differ only in float scaling and summation:
-//   Q8_0: per block fp32 (dot * d_x) * d_w, summed in fp32 over K/32 blocks (8 lanes);
+//   Q8_0: per block fp32 (dot * d_x) * d_w, summed in fp32 over K/32 blocks (8 lanes;
+//         the repacked path of q8_0_packed.h: fma(dot, d_w * d_x) in block order);
 //         reference sums in double. |err| <= 1e-5 * S + 1e-6 with
 //         S = sum_b |dot_b| * d_w,b * d_x,b.
 //   W8A8: float(int32 dot) * (s_x * s_w) in fp32 vs double: |err| <= 1e-6 * S + 1e-6,
@@ -201,11 +202,18 @@ void CheckW8A8(const CpuVariant& variant, const Int8Case& c, DType dtype) {
 
 const std::vector<int64_t> kRows = {1, 2, 3, 4, 5, 17, 64};
 
+// Every variant twice: Q8_0 repacked at load (q8_0_packed.h) and read in place.
 TEST(Int8Conformance, Q8_0AllPathsAndShapes) {
   const std::vector<std::pair<int64_t, int64_t>> nk = {{37, 32}, {64, 128}, {131, 288}};
-  for (const CpuVariant& variant : CpuVariants()) {
-    for (auto [n, k] : nk) {
-      for (int64_t m : kRows) CheckQ8_0(variant, {m, n, k, (m + n) % 2 == 0});
+  for (CpuVariant variant : CpuVariants()) {
+    for (bool repack : {true, false}) {
+      variant.options.repack_q8_0 = repack;
+      const std::string base = variant.name;
+      variant.name = base + (repack ? "_repacked" : "_in_place");
+      for (auto [n, k] : nk) {
+        for (int64_t m : kRows) CheckQ8_0(variant, {m, n, k, (m + n) % 2 == 0});
+      }
+      variant.name = base;
     }
   }
 }
