@@ -1,11 +1,15 @@
 // attention_bench: CpuBackend::PagedAttention at Qwen3-0.6B's shape (nh 16, nkv 8, hd 128,
-// bf16 KV, block 16), one sequence:
-//   decode  1 query row over a --ctx context: GB/s of KV read (K and V once per layer);
-//   prefill --prefill query rows over themselves (causal): ms per layer.
+// bf16 KV, block 16):
+//   decode  1 query row per sequence over a --ctx context, --seqs sequences in one batch:
+//           GB/s of KV read (K and V once per layer);
+//   prefill --prefill query rows of one sequence over themselves (causal): ms per layer.
 // Each call reads a different layer of a 28-layer cache, as the model does, so the KV is
-// not served from cache. Not a test: numbers depend on machine load (printed first).
+// not served from cache. Block tables are shuffled (scattered blocks, as in real use).
+// Not a test: numbers depend on machine load (printed first); prints the median and the
+// best of --reps passes over the 28 layers (the best is the one least disturbed by other
+// processes on a shared machine).
 //
-//   build-x/src/backend/cpu/attention_bench [--ctx 8192] [--prefill 512] [--reps 5]
+//   build-x/src/backend/cpu/attention_bench [--ctx 8192] [--seqs 1] [--prefill 512] [--reps 5]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,17 +31,26 @@ constexpr int64_t kLayers = 28, kHeads = 16, kKvHeads = 8, kHeadDim = 128, kBloc
 
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Seconds per layer of PagedAttention for `rows` query rows ending a context of `ctx` tokens.
-double TimeAttention(CpuBackend& be, const PagedKvCache& cache, int32_t ctx, int32_t rows, int reps) {
+struct Timing {
+  double median, best;  // seconds per layer
+};
+
+// Seconds per layer of PagedAttention for `rows` query rows ending each of `seqs`
+// contexts of `ctx` tokens (each sequence gets its own scattered blocks).
+Timing TimeAttention(CpuBackend& be, const PagedKvCache& cache, int32_t ctx, int32_t rows, int32_t seqs, int reps) {
   const int32_t blocks = (ctx + kBlock - 1) / kBlock;
-  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::vector<int32_t> table(static_cast<size_t>(blocks) * seqs);
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), std::mt19937(1));
-  std::vector<int32_t> qsl = {0, rows}, lens = {ctx};
+  std::vector<int32_t> qsl = {0}, lens;
+  for (int32_t s = 0; s < seqs; ++s) {
+    qsl.push_back(qsl.back() + rows);
+    lens.push_back(ctx);
+  }
   AttentionBatch batch{.query_start_loc = qsl, .seq_lens = lens, .block_tables = table, .max_blocks_per_seq = blocks};
   AttentionDims dims{.num_heads = kHeads, .num_kv_heads = kKvHeads, .head_dim = kHeadDim,
                      .scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim))};
-  std::vector<float> q(static_cast<size_t>(rows * kHeads * kHeadDim), 0.01f), out(q.size());
+  std::vector<float> q(static_cast<size_t>(qsl.back() * kHeads * kHeadDim), 0.01f), out(q.size());
   std::vector<double> per_layer;
   for (int r = 0; r < reps; ++r) {
     double start = Now();
@@ -45,21 +58,22 @@ double TimeAttention(CpuBackend& be, const PagedKvCache& cache, int32_t ctx, int
     per_layer.push_back((Now() - start) / kLayers);
   }
   std::sort(per_layer.begin(), per_layer.end());
-  return per_layer[per_layer.size() / 2];
+  return {per_layer[per_layer.size() / 2], per_layer[0]};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int32_t ctx = 8192, prefill = 512;
+  int32_t ctx = 8192, prefill = 512, seqs = 1;
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--ctx") ctx = std::atoi(argv[i + 1]);
+    else if (flag == "--seqs") seqs = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--prefill") prefill = std::atoi(argv[i + 1]);
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
   }
-  KvCacheSpec spec{.num_layers = kLayers, .num_blocks = (std::max(ctx, prefill) + kBlock - 1) / kBlock,
+  KvCacheSpec spec{.num_layers = kLayers, .num_blocks = std::max((ctx + kBlock - 1) / kBlock * seqs, (prefill + kBlock - 1) / kBlock),
                    .block_size = kBlock, .num_kv_heads = kKvHeads, .head_dim = kHeadDim, .dtype = DType::kBF16};
   auto cache = PagedKvCache::Create(spec);
   if (!cache.ok()) {
@@ -78,10 +92,13 @@ int main(int argc, char** argv) {
   if (f != nullptr) std::fclose(f);
   std::printf("loadavg %s", load);
   CpuBackend be(CpuBackendOptions{});
-  const double kv_bytes = static_cast<double>(ctx) * kKvHeads * kHeadDim * 2 * 2;
-  double t = TimeAttention(be, **cache, ctx, 1, reps);
-  std::printf("decode  ctx=%d: %.3f ms/layer, %.1f GB/s of KV\n", ctx, t * 1e3, kv_bytes / t / 1e9);
-  t = TimeAttention(be, **cache, prefill, prefill, reps);
-  std::printf("prefill %d rows: %.3f ms/layer\n", prefill, t * 1e3);
+  const double kv_bytes = static_cast<double>(ctx) * seqs * kKvHeads * kHeadDim * 2 * 2;
+  Timing t = TimeAttention(be, **cache, ctx, 1, seqs, reps);
+  std::printf("decode  ctx=%d seqs=%d: %.3f ms/layer, %.1f GB/s of KV (best %.3f ms, %.1f GB/s)\n", ctx, seqs,
+              t.median * 1e3, kv_bytes / t.median / 1e9, t.best * 1e3, kv_bytes / t.best / 1e9);
+  if (prefill > 0) {
+    t = TimeAttention(be, **cache, prefill, prefill, 1, reps);
+    std::printf("prefill %d rows: %.3f ms/layer (best %.3f)\n", prefill, t.median * 1e3, t.best * 1e3);
+  }
   return 0;
 }

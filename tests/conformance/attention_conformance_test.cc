@@ -20,13 +20,20 @@ struct Seq {
 
 void CheckAttention(const CpuVariant& variant, DType kv_dtype, int64_t nh, int64_t nkv, int64_t hd,
                     int64_t block_size, const std::vector<Seq>& seqs) {
-  const int32_t max_blocks = 16;
-  KvCacheSpec spec{.num_layers = 1, .num_blocks = 64, .block_size = block_size, .num_kv_heads = nkv,
+  // Table width and pool size from the sequences (at least the original 16 x 64).
+  int32_t max_blocks = 16, total_blocks = 0;
+  for (const Seq& s : seqs) {
+    const int32_t blocks = (s.seq_len + static_cast<int32_t>(block_size) - 1) / static_cast<int32_t>(block_size);
+    max_blocks = std::max(max_blocks, blocks);
+    total_blocks += blocks;
+  }
+  const int32_t pool_size = std::max(64, total_blocks + 8);
+  KvCacheSpec spec{.num_layers = 1, .num_blocks = pool_size, .block_size = block_size, .num_kv_heads = nkv,
                    .head_dim = hd, .dtype = kv_dtype};
   auto cache = PagedKvCache::Create(spec);
   ASSERT_TRUE(cache.ok());
   // Scattered, shuffled block ids shared out among the sequences.
-  std::vector<int32_t> pool(64);
+  std::vector<int32_t> pool(static_cast<size_t>(pool_size));
   std::iota(pool.begin(), pool.end(), 0);
   std::shuffle(pool.begin(), pool.end(), std::mt19937(42));
   std::vector<int32_t> tables(seqs.size() * max_blocks, -1), qsl = {0}, lens;
@@ -56,7 +63,8 @@ void CheckAttention(const CpuVariant& variant, DType kv_dtype, int64_t nh, int64
   ref.PagedAttention(q.data(), (*cache)->layer(0), batch, dims, want.data());
   CpuBackend(variant.options).PagedAttention(q.data(), (*cache)->layer(0), batch, dims, got.data());
   ExpectClose(got, want, 1e-4, 1e-4,
-              variant.name + " attention kv=" + std::string(DTypeName(kv_dtype)) + " hd=" + std::to_string(hd));
+              variant.name + " attention kv=" + std::string(DTypeName(kv_dtype)) + " hd=" + std::to_string(hd) +
+                  " nh=" + std::to_string(nh) + " nkv=" + std::to_string(nkv) + " bs=" + std::to_string(block_size));
 }
 
 const std::vector<Seq> kMixedBatch = {
@@ -83,6 +91,8 @@ TEST(AttentionConformance, HeadDimsGroupsAndBlockSizes) {
     CheckAttention(variant, DType::kBF16, 2, 2, 32, 5, kMixedBatch);    // MHA, odd block size
     CheckAttention(variant, DType::kF32, 4, 2, 24, 16, kMixedBatch);    // hd % 16 != 0: fallback
     CheckAttention(variant, DType::kBF16, 8, 2, 256, 32, {{100, 1}, {64, 64}});
+    CheckAttention(variant, DType::kF16, 4, 2, 48, 16, kMixedBatch);  // odd multiple of 16 lanes
+    CheckAttention(variant, DType::kBF16, 9, 3, 80, 7, {{100, 1}, {40, 40}});  // group 3, block 7
   }
 }
 
@@ -94,6 +104,21 @@ TEST(AttentionConformance, LargeGroupsAndLongPrefills) {
     CheckAttention(variant, DType::kBF16, 12, 1, 64, 16, {{90, 90}, {120, 33}, {70, 1}});  // group of 12
     CheckAttention(variant, DType::kF32, 18, 2, 32, 16, {{97, 97}, {40, 1}});             // group of 9
     CheckAttention(variant, DType::kBF16, 16, 8, 128, 16, {{200, 65}, {33, 33}});         // Qwen3-0.6B heads
+  }
+}
+
+// Decode rows of long contexts in small batches are cut into context splits (one work
+// item per whole-block range, merged by log-sum-exp) so both threads stay busy: long and
+// odd context lengths, block sizes 16/32, GQA groups 1/2/4/8, several sequences of
+// different lengths, and prefill rows in the same batch (those are never split).
+TEST(AttentionConformance, LongContextSplits) {
+  for (const CpuVariant& variant : CpuVariants()) {
+    if (variant.name.find("_default") == std::string::npos) continue;
+    CheckAttention(variant, DType::kBF16, 16, 8, 128, 16, {{4099, 1}});                     // Qwen3-0.6B heads
+    CheckAttention(variant, DType::kBF16, 8, 1, 64, 32, {{1537, 1}});                       // group 8, MQA
+    CheckAttention(variant, DType::kF16, 2, 2, 32, 16, {{2000, 1}, {1100, 1}, {1024, 1}});  // group 1
+    CheckAttention(variant, DType::kF32, 8, 2, 64, 32, {{1030, 1}, {3001, 1}});             // group 4
+    CheckAttention(variant, DType::kBF16, 4, 2, 64, 16, {{1300, 1}, {90, 90}, {700, 5}, {1200, 1}});  // mixed
   }
 }
 

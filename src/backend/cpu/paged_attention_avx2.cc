@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <omp.h>
 #include <vector>
 
 #include "backend/cpu/avx2_math.h"
@@ -18,6 +19,7 @@ struct F16 { uint16_t bits; };
 struct Simd {
   using V = __m256;
   static constexpr int64_t kWidth = 8;
+  static constexpr int kRegisters = 16;
   static V Zero() { return _mm256_setzero_ps(); }
   static V Set1(float a) { return _mm256_set1_ps(a); }
   static V Load(const float* p) { return _mm256_loadu_ps(p); }
@@ -32,6 +34,19 @@ struct Simd {
   static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V Add(V a, V b) { return _mm256_add_ps(a, b); }
   static float ReduceAdd(V v) { return avx2::HorizontalSum(v); }
+  // result[i] = sum of the lanes of v[i], i < 8 (transpose-add tree).
+  static V ReduceTile(const V* v) {
+    V u[2];
+    for (int j = 0; j < 2; ++j) {
+      const V t0 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * j], v[4 * j + 1]), _mm256_unpackhi_ps(v[4 * j], v[4 * j + 1]));
+      const V t1 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * j + 2], v[4 * j + 3]),
+                                 _mm256_unpackhi_ps(v[4 * j + 2], v[4 * j + 3]));
+      const __m256d lo = _mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t1));
+      const __m256d hi = _mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t1));
+      u[j] = _mm256_add_ps(_mm256_castpd_ps(lo), _mm256_castpd_ps(hi));  // per 128-bit lane: 4 sums
+    }
+    return _mm256_add_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20), _mm256_permute2f128_ps(u[0], u[1], 0x31));
+  }
   static V Exp(V x) { return avx2::Exp(x); }
 };
 

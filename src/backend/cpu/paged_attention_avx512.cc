@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <omp.h>
 #include <vector>
 
 #include "backend/cpu/paged_attention_cpu.h"
@@ -25,6 +26,7 @@ struct F16 { uint16_t bits; };
 struct Simd {
   using V = __m512;
   static constexpr int64_t kWidth = 16;
+  static constexpr int kRegisters = 32;
   static V Zero() { return _mm512_setzero_ps(); }
   static V Set1(float a) { return _mm512_set1_ps(a); }
   static V Load(const float* p) { return _mm512_loadu_ps(p); }
@@ -39,6 +41,28 @@ struct Simd {
   static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
   static float ReduceAdd(V v) { return _mm512_reduce_add_ps(v); }
+  // result[i] = sum of the lanes of v[i], i < 16: a transpose-add tree (45 instructions
+  // for 16 sums instead of ~10 per _mm512_reduce_add_ps).
+  static V ReduceTile(const V* v) {
+    V u[4];
+    for (int j = 0; j < 4; ++j) {
+      // Pairs of vectors: per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3].
+      const V t0 = _mm512_add_ps(_mm512_unpacklo_ps(v[4 * j], v[4 * j + 1]), _mm512_unpackhi_ps(v[4 * j], v[4 * j + 1]));
+      const V t1 = _mm512_add_ps(_mm512_unpacklo_ps(v[4 * j + 2], v[4 * j + 3]),
+                                 _mm512_unpackhi_ps(v[4 * j + 2], v[4 * j + 3]));
+      // Per 128-bit lane: the lane's sum of v[4j], v[4j+1], v[4j+2], v[4j+3].
+      const __m512d lo = _mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t1));
+      const __m512d hi = _mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t1));
+      u[j] = _mm512_add_ps(_mm512_castpd_ps(lo), _mm512_castpd_ps(hi));
+    }
+    // Sum the four 128-bit lanes of each u[j] and place it in lane j.
+    const V p01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const V p23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(p01, p23, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(p01, p23, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
   // exp(x) to ~2 ulp for x in [-87, 88]; same polynomial as the AVX2 Simd::Exp.
   static V Exp(V x) {
     x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
