@@ -7,7 +7,8 @@
 // decodes), a decode row's context is cut into whole-block ranges whose partial softmax
 // states are merged at the end (flash-decoding). Each row walks its context block by
 // block: scores for a tile of tokens (vector dots reduced together), an online-softmax
-// update in fp32, then acc += p * v with the accumulators in registers; the next
+// update in fp32, then acc += p * v with the accumulators in registers (prefill rows a
+// few at a time against the same block, each with its causal end); the next
 // (scattered) block is prefetched meanwhile. K/V are read in the cache dtype and widened
 // on the fly. Requires head_dim % 16 == 0 (every Qwen model); callers fall back to the
 // reference kernel otherwise.
