@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/int8_gemv.h"
+#include "backend/cpu/q8_0_packed.h"
 #include "backend/int8_quant.h"
 #include "tensor/half.h"
 
@@ -117,18 +119,37 @@ struct Timing {
   double wall = 0, cpu = 0;  // median seconds of wall clock and of process CPU time
 };
 
+// A Q8_0 weight repacked as CpuBackend does at load (q8_0_packed.h), run directly so its
+// arrays can be clflushed like the in-place weights (a cache sweep leaves part of a
+// weight in this machine's large L3).
+struct PackedRun {
+  const Q8_0PackedWeight* w = nullptr;
+  bool avx512 = false;
+};
+
 // One cold Linear call: `flush_bytes` of `flush_ptr` are clflushed (or the whole cache
-// swept when flush_ptr is null) and x is clflushed before each of `reps` runs.
+// swept when flush_ptr is null; the packed arrays when packed.w is set, which then runs
+// instead of be.Linear) and x is clflushed before each of `reps` runs.
 Timing TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>& x, int64_t m, std::vector<float>& y,
-                const void* flush_ptr, size_t flush_bytes, int reps) {
-  be.Linear(w, x.data(), m, y.data());  // warm-up: primitive creation, page faults
+                const void* flush_ptr, size_t flush_bytes, int reps, PackedRun packed = {}) {
+  auto run = [&] {
+    if (packed.w != nullptr) RunQ8_0Packed(*packed.w, x.data(), m, nullptr, y.data(), packed.avx512);
+    else be.Linear(w, x.data(), m, y.data());
+  };
+  run();  // warm-up: primitive creation, page faults
   std::vector<double> wall, cpu;
   for (int r = 0; r < reps; ++r) {
-    if (flush_ptr != nullptr) Flush(flush_ptr, flush_bytes);
-    else Sweep();
+    if (packed.w != nullptr) {
+      Flush(packed.w->qs.get(), static_cast<size_t>(packed.w->num_strips * packed.w->nb * kQ8_0PackQsBytes));
+      Flush(packed.w->d.get(), static_cast<size_t>(packed.w->num_strips * packed.w->nb * kQ8_0PackRows * 2));
+    } else if (flush_ptr != nullptr) {
+      Flush(flush_ptr, flush_bytes);
+    } else {
+      Sweep();
+    }
     Flush(x.data(), static_cast<size_t>(m) * static_cast<size_t>(w.in_features()) * sizeof(float));
     const double t0 = Now(), c0 = CpuNow();
-    be.Linear(w, x.data(), m, y.data());
+    run();
     wall.push_back(Now() - t0);
     cpu.push_back(CpuNow() - c0);
   }
@@ -180,10 +201,13 @@ int main(int argc, char** argv) {
     auto wv = gemv_be.PrepareLinear(w.q8_view, {});
     auto wr = repack_be.PrepareLinear(w.q8_view, {});
     if (!wb.ok() || !wq.ok() || !wi.ok() || !wv.ok() || !wr.ok()) return 1;
+    const auto packed = Q8_0PackedWeight::Pack(w.q8.data(), s.n, s.k);
+    const PackedRun packed_run{packed.get(), be.options().isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni()};
     const double elems = static_cast<double>(s.n * s.k);
     struct Kind { const char* name; CpuBackend* be; const LinearWeight* w; const void* data; double bytes_per_elem; };
-    // bf16 GEMV and q8_0 read the views in place (clflush them); W8A8, q8_0r and oneDNN
-    // read packed copies, so M > 1 bf16, q8_0r and w8a8 runs sweep the whole cache instead.
+    // bf16 GEMV and q8_0 read the views in place (clflush them); q8_0r runs a packed copy
+    // of its own (clflushed); W8A8 and oneDNN read packed copies inside the LinearWeight,
+    // so M > 1 bf16 and w8a8 runs sweep the whole cache instead.
     std::vector<Kind> kinds = {{"bf16", &be, wb->get(), w.bf16.data(), 2.0},
                                {"q8_0r", &repack_be, wr->get(), nullptr, 34.0 / 32.0},
                                {"q8_0", &be, wq->get(), w.q8.data(), 34.0 / 32.0},
@@ -199,7 +223,8 @@ int main(int argc, char** argv) {
         if (m == 1 && kd.be == &gemv_be) continue;  // same kernel as q8_0 at M = 1
         const void* flush_ptr = (m > be.options().gemv_max_rows && kd.data == w.bf16.data()) ? nullptr : kd.data;
         const int r = m >= 64 ? std::max(3, reps / 2) : reps;
-        const Timing t = TimeCold(*kd.be, *kd.w, x, m, y, flush_ptr, static_cast<size_t>(elems * kd.bytes_per_elem), r);
+        const Timing t = TimeCold(*kd.be, *kd.w, x, m, y, flush_ptr, static_cast<size_t>(elems * kd.bytes_per_elem), r,
+                                  kd.be == &repack_be ? packed_run : PackedRun{});
         if (m == 1) {
           std::printf("N=%6lld K=%5lld M=%3lld %-5s %8.3f ms %7.1f GB/s\n", (long long)s.n, (long long)s.k,
                       (long long)m, kd.name, t.wall * 1e3, elems * kd.bytes_per_elem / t.wall / 1e9);
