@@ -158,6 +158,10 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
     // The original blocks stay mapped: Embedding reads them (tied lm_head / embed_tokens).
     if (options_.repack_q8_0) {
       prepared->q8_0 = Q8_0PackedWeight::Pack(static_cast<const BlockQ8_0*>(weight.data), weight.dim(0), weight.dim(1));
+      if (prepared->q8_0 == nullptr) {
+        return ResourceExhaustedError(fmt::format("linear {}: cannot allocate the repacked q8_0 copy",
+                                                  ShapeToString(weight.shape)));
+      }
     }
   } else if (options.quantization == LinearQuantization::kInt8) {
     PAGELLM_ASSIGN_OR_RETURN(prepared->w8a8, W8A8Weight::Create(weight, options_.use_dnnl));

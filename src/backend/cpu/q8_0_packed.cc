@@ -72,6 +72,7 @@ std::unique_ptr<Q8_0PackedWeight> Q8_0PackedWeight::Pack(const BlockQ8_0* w, int
   p->num_strips = (n + kQ8_0PackRows - 1) / kQ8_0PackRows;
   p->qs.reset(AlignedArray<uint8_t>(p->num_strips * p->nb * kQ8_0PackQsBytes));
   p->d.reset(AlignedArray<uint16_t>(p->num_strips * p->nb * kQ8_0PackRows));
+  if (p->qs == nullptr || p->d == nullptr) return nullptr;
   uint8_t* qs = p->qs.get();
   uint16_t* d = p->d.get();
   const int64_t nb = p->nb;

@@ -44,6 +44,7 @@ struct Q8_0PackedWeight {
   int64_t owned_bytes() const { return num_strips * nb * (kQ8_0PackQsBytes + 2 * kQ8_0PackRows); }
 
   // w: block_q8_0 [n, k / 32]; k % 32 == 0. Strips are packed in parallel (OpenMP).
+  // Null when the arrays cannot be allocated.
   static std::unique_ptr<Q8_0PackedWeight> Pack(const BlockQ8_0* w, int64_t n, int64_t k);
 };
 
