@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
     else if (flag == "--prefill") prefill = std::atoi(argv[i + 1]);
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
   }
-  KvCacheSpec spec{.num_layers = kLayers, .num_blocks = std::max((ctx + kBlock - 1) / kBlock * seqs, (prefill + kBlock - 1) / kBlock),
+  const int32_t blocks = std::max((ctx + kBlock - 1) / kBlock * seqs, (prefill + kBlock - 1) / kBlock);
+  KvCacheSpec spec{.num_layers = kLayers, .num_blocks = blocks,
                    .block_size = kBlock, .num_kv_heads = kKvHeads, .head_dim = kHeadDim, .dtype = DType::kBF16};
   auto cache = PagedKvCache::Create(spec);
   if (!cache.ok()) {

@@ -38,7 +38,8 @@ struct Simd {
   static V ReduceTile(const V* v) {
     V u[2];
     for (int j = 0; j < 2; ++j) {
-      const V t0 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * j], v[4 * j + 1]), _mm256_unpackhi_ps(v[4 * j], v[4 * j + 1]));
+      const V t0 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * j], v[4 * j + 1]),
+                                 _mm256_unpackhi_ps(v[4 * j], v[4 * j + 1]));
       const V t1 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * j + 2], v[4 * j + 3]),
                                  _mm256_unpackhi_ps(v[4 * j + 2], v[4 * j + 3]));
       const __m256d lo = _mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t1));

@@ -47,7 +47,8 @@ struct Simd {
     V u[4];
     for (int j = 0; j < 4; ++j) {
       // Pairs of vectors: per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3].
-      const V t0 = _mm512_add_ps(_mm512_unpacklo_ps(v[4 * j], v[4 * j + 1]), _mm512_unpackhi_ps(v[4 * j], v[4 * j + 1]));
+      const V t0 = _mm512_add_ps(_mm512_unpacklo_ps(v[4 * j], v[4 * j + 1]),
+                                 _mm512_unpackhi_ps(v[4 * j], v[4 * j + 1]));
       const V t1 = _mm512_add_ps(_mm512_unpacklo_ps(v[4 * j + 2], v[4 * j + 3]),
                                  _mm512_unpackhi_ps(v[4 * j + 2], v[4 * j + 3]));
       // Per 128-bit lane: the lane's sum of v[4j], v[4j+1], v[4j+2], v[4j+3].
