@@ -34,6 +34,13 @@ struct Simd {
   static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V Add(V a, V b) { return _mm256_add_ps(a, b); }
   static float ReduceAdd(V v) { return avx2::HorizontalSum(v); }
+  static V Max(V a, V b) { return _mm256_max_ps(a, b); }
+  static float ReduceMax(V v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+  }
   // result[i] = sum of the lanes of v[i], i < 8 (transpose-add tree).
   static V ReduceTile(const V* v) {
     V u[2];

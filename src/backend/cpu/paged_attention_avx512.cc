@@ -41,6 +41,8 @@ struct Simd {
   static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
   static float ReduceAdd(V v) { return _mm512_reduce_add_ps(v); }
+  static V Max(V a, V b) { return _mm512_max_ps(a, b); }
+  static float ReduceMax(V v) { return _mm512_reduce_max_ps(v); }
   // result[i] = sum of the lanes of v[i], i < 16: a transpose-add tree (45 instructions
   // for 16 sums instead of ~10 per _mm512_reduce_add_ps).
   static V ReduceTile(const V* v) {
