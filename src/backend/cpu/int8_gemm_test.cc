@@ -16,25 +16,15 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/int8_gemv.h"
+#include "backend/cpu/q8_0_test_data.h"
 #include "backend/reference/reference_backend.h"
 #include "tensor/half.h"
 
 namespace pagellm {
 namespace {
 
-std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<BlockQ8_0> QuantizeWeights(const std::vector<float>& w, int64_t n, int64_t k) {
-  std::vector<BlockQ8_0> q(static_cast<size_t>(n * k / 32));
-  for (int64_t r = 0; r < n; ++r) QuantizeRowQ8_0(w.data() + r * k, k, q.data() + r * (k / 32));
-  return q;
-}
+using testing::QuantizeWeights;
+using testing::RandomFloats;
 
 struct Problem {
   std::vector<float> x, bias;

@@ -16,24 +16,17 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/int8_gemv.h"
+#include "backend/cpu/q8_0_test_data.h"
 #include "tensor/half.h"
 
 namespace pagellm {
 namespace {
 
-std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using testing::QuantizeWeights;
+using testing::RandomFloats;
 
 std::vector<BlockQ8_0> RandomWeights(int64_t n, int64_t k, uint32_t seed) {
-  const std::vector<float> w = RandomFloats(static_cast<size_t>(n * k), seed, 0.1f);
-  std::vector<BlockQ8_0> q(static_cast<size_t>(n * k / 32));
-  for (int64_t r = 0; r < n; ++r) QuantizeRowQ8_0(w.data() + r * k, k, q.data() + r * (k / 32));
-  return q;
+  return QuantizeWeights(RandomFloats(static_cast<size_t>(n * k), seed, 0.1f), n, k);
 }
 
 std::vector<bool> Isas() {

@@ -1,0 +1,31 @@
+// Random inputs shared by the Q8_0 kernel tests (int8_gemm_test, q8_0_packed_test):
+// seeded normal floats and their llama.cpp q8_0 blocks.
+//
+//   std::vector<float> w = RandomFloats(n * k, /*seed=*/7, /*scale=*/0.1f);
+//   std::vector<BlockQ8_0> blocks = QuantizeWeights(w, n, k);
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "backend/int8_quant.h"
+
+namespace pagellm::testing {
+
+inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// w [n, k] row-major, k % 32 == 0 -> block_q8_0 [n, k / 32].
+inline std::vector<BlockQ8_0> QuantizeWeights(const std::vector<float>& w, int64_t n, int64_t k) {
+  std::vector<BlockQ8_0> q(static_cast<size_t>(n * k / 32));
+  for (int64_t r = 0; r < n; ++r) QuantizeRowQ8_0(w.data() + r * k, k, q.data() + r * (k / 32));
+  return q;
+}
+
+}  // namespace pagellm::testing
