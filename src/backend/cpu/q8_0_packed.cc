@@ -47,11 +47,12 @@ void PackStrip(const BlockQ8_0* w, int64_t n, int64_t nb, int64_t s, uint8_t* qs
   }
 }
 
-// x [M, K] -> q8_0 values, widened scales and -128 * block sums; rows in parallel when many.
-void QuantizeActs(const float* x, int64_t num_rows, int64_t k, int8_t* q, float* d, int32_t* corr) {
+// Rows [m_begin, m_end) of x [M, K] -> q8_0 values, widened scales and -128 * block sums.
+void QuantizeActs(const float* x, int64_t k, int64_t m_begin, int64_t m_end, int8_t* q, float* d, int32_t* corr,
+                  bool avx512) {
+  if (avx512) return q8_0_packed::QuantizeActsAvx512(x, k, m_begin, m_end, q, d, corr);
   const int64_t nb = k / kQ8_0BlockElements;
-#pragma omp parallel for schedule(static) if (num_rows > 4)
-  for (int64_t m = 0; m < num_rows; ++m) {
+  for (int64_t m = m_begin; m < m_end; ++m) {
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t i = m * k + b * kQ8_0BlockElements;
       d[m * nb + b] = int8_gemm::QuantizeBlock(x + i, /*offset=*/false, reinterpret_cast<uint8_t*>(q + i));
@@ -93,17 +94,30 @@ void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, 
   d.resize(static_cast<size_t>(num_rows * w.nb));
   corr.resize(static_cast<size_t>(num_rows * w.nb));
   // Raw pointers: inside the parallel regions the thread_local names are each worker's own.
-  const PackedActs acts{.q = q.data(), .d = d.data(), .corr = corr.data(), .num_rows = num_rows, .k = w.k,
+  int8_t* acts_q = q.data();
+  float* acts_d = d.data();
+  int32_t* acts_corr = corr.data();
+  const PackedActs acts{.q = acts_q, .d = acts_d, .corr = acts_corr, .num_rows = num_rows, .k = w.k,
                         .nb = w.nb};
-  QuantizeActs(x, num_rows, w.k, q.data(), d.data(), corr.data());
   const int64_t num_items = (w.num_strips + kStripsPerItem - 1) / kStripsPerItem;
   // Dynamic: a thread whose core is taken by another process takes fewer items instead
   // of holding up the barrier. The GEMV groups items (~64 per call) to keep the overhead
   // low at 151936 rows; the GEMM's items are long enough on their own.
   const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
-#pragma omp parallel for schedule(dynamic, grain)
-  for (int64_t i = 0; i < num_items; ++i) {
-    strips(acts, w, i * kStripsPerItem, std::min(w.num_strips, (i + 1) * kStripsPerItem), bias, y);
+  // The GEMM quantizes its rows inside the same parallel region as the strips: a second
+  // fork/join wakes the workers again (~50-100 us when they went to sleep), more than an
+  // M = 16 GEMM takes. The GEMV quantizes its 1-4 rows before the fork, as cheap.
+  if (num_rows <= 4) QuantizeActs(x, w.k, 0, num_rows, acts_q, acts_d, acts_corr, avx512);
+#pragma omp parallel
+  {
+    if (num_rows > 4) {
+#pragma omp for schedule(static)
+      for (int64_t m = 0; m < num_rows; ++m) QuantizeActs(x, w.k, m, m + 1, acts_q, acts_d, acts_corr, avx512);
+    }
+#pragma omp for schedule(dynamic, grain)
+    for (int64_t i = 0; i < num_items; ++i) {
+      strips(acts, w, i * kStripsPerItem, std::min(w.num_strips, (i + 1) * kStripsPerItem), bias, y);
+    }
   }
 }
 

@@ -21,6 +21,10 @@ struct PackedActs {
 // y[:, 16 * s_begin .. min(n, 16 * s_end)) for every activation row (y has w.n columns).
 void StripsAvx512(const PackedActs& x, const Q8_0PackedWeight& w, int64_t s_begin, int64_t s_end,
                   const float* bias, float* y);
+// Rows [m_begin, m_end) of x [M, K] -> q8_0 values, widened scales and -128 * block sums,
+// bit for bit QuantizeRowQ8_0 (needs AVX-512).
+void QuantizeActsAvx512(const float* x, int64_t k, int64_t m_begin, int64_t m_end, int8_t* q, float* d,
+                        int32_t* corr);
 void StripsAvx2(const PackedActs& x, const Q8_0PackedWeight& w, int64_t s_begin, int64_t s_end,
                 const float* bias, float* y);
 

@@ -114,6 +114,39 @@ TEST(Q8_0Packed, KernelsEqualScalarReferenceBitForBit) {
   }
 }
 
+// The GEMM tiles (6 rows x 2 strips and the remainders) over M = 8..20, 33, 64, and
+// activation blocks at the quantizer's edges: ties x * 127 / amax = n + 0.5 (rounded to
+// even), amax near fp16's subnormal range and near FLT_MAX, all-zero and -0.0 blocks.
+TEST(Q8_0Packed, GemmTilesAndQuantizerEdgesBitForBit) {
+  uint32_t seed = 900;
+  for (int64_t m : {8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 33, 64}) {
+    for (int64_t n : {16, 33, 70}) {
+      const int64_t k = 96;
+      const std::vector<BlockQ8_0> w = RandomWeights(n, k, seed++);
+      std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), seed++, 1.0f);
+      for (int64_t r = 0; r < m; ++r) {
+        float* row = x.data() + r * k;
+        switch (r % 5) {
+          case 0:  // amax 127: x = n + 0.5 scales by exactly 1, ties to even
+            for (int i = 0; i < 32; ++i) row[i] = static_cast<float>(i % 7) - 3.5f;
+            row[5] = 127.0f;
+            break;
+          case 1: for (int i = 32; i < 64; ++i) row[i] *= 1e-6f; break;   // d subnormal in fp16
+          case 2: for (int i = 0; i < 32; ++i) row[i] *= 3e37f; break;    // amax near FLT_MAX
+          case 3: for (int i = 64; i < 96; ++i) row[i] = (i % 2) ? 0.0f : -0.0f; break;
+          default: break;
+        }
+      }
+      const auto p = Q8_0PackedWeight::Pack(w.data(), n, k);
+      const std::vector<float> want = RunReference(w, n, k, x, m, nullptr);
+      for (bool avx512 : Isas()) {
+        ExpectBitEqual(RunPacked(*p, x, m, nullptr, avx512), want,
+                       "m=" + std::to_string(m) + " n=" + std::to_string(n) + (avx512 ? " avx512" : " avx2"));
+      }
+    }
+  }
+}
+
 // All weights -128 or 127 (|w| = 128 is the AVX2 sign trick's edge, and the +128 bytes
 // span 0 .. 255), activations that quantize to +-127: y = sum over blocks of
 // dot * d_w * d_x, checked against plain integer sums written out here.
