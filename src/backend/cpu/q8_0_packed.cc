@@ -1,5 +1,7 @@
 #include "backend/cpu/q8_0_packed.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -13,9 +15,11 @@ namespace {
 using q8_0_packed::PackedActs;
 
 // Strips per OpenMP work item. The GEMV (M <= 4) runs 4 strips per register tile at
-// M <= 2; the GEMM keeps a 4-strip panel (4 x nb x 544 bytes, <= 210 KB at K = 3072) in
-// L2 while every activation row goes over it.
+// M <= 2. The GEMM kernel goes over groups of 4 strips (a panel of <= 210 KB at K = 3072
+// that stays in L2 while every activation row goes over it) and prefetches the next
+// group of its item, so a GEMM item spans 4 groups.
 constexpr int64_t kStripsPerItem = 4;
+constexpr int64_t kGemmStripsPerItem = 16;  // at most
 
 template <typename T>
 T* AlignedArray(int64_t count) {
@@ -99,7 +103,11 @@ void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, 
   int32_t* acts_corr = corr.data();
   const PackedActs acts{.q = acts_q, .d = acts_d, .corr = acts_corr, .num_rows = num_rows, .k = w.k,
                         .nb = w.nb};
-  const int64_t num_items = (w.num_strips + kStripsPerItem - 1) / kStripsPerItem;
+  // GEMM items shrink toward 4 strips when there are fewer than 2 items per thread.
+  const int64_t gemm_item =
+      std::clamp<int64_t>(w.num_strips / (2 * omp_get_max_threads()) / 4 * 4, kStripsPerItem, kGemmStripsPerItem);
+  const int64_t per_item = num_rows <= 4 ? kStripsPerItem : gemm_item;
+  const int64_t num_items = (w.num_strips + per_item - 1) / per_item;
   // Dynamic: a thread whose core is taken by another process takes fewer items instead
   // of holding up the barrier. The GEMV groups items (~64 per call) to keep the overhead
   // low at 151936 rows; the GEMM's items are long enough on their own.
@@ -116,7 +124,7 @@ void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, 
     }
 #pragma omp for schedule(dynamic, grain)
     for (int64_t i = 0; i < num_items; ++i) {
-      strips(acts, w, i * kStripsPerItem, std::min(w.num_strips, (i + 1) * kStripsPerItem), bias, y);
+      strips(acts, w, i * per_item, std::min(w.num_strips, (i + 1) * per_item), bias, y);
     }
   }
 }

@@ -2,7 +2,9 @@
 // VNNI and AVX2 kernels against the scalar GemmQ8_0Reference (which reads the original
 // block_q8_0 array) bit for bit over odd N (partial strips), K of 1-3 blocks and
 // 1024/3072, M = 1..4 (GEMV tiles) and > 4 (GEMM tiles), with and without bias; extreme
-// bytes (-128 weights, saturated activations) against hand-computed sums; and the
+// bytes (-128 weights, saturated activations) against hand-computed sums; GEMM work
+// items of 12 and 16 strips with partial last groups (the kernel prefetches the next
+// group of an item: N = 1000, 1500, 3000 at 2 threads); and the
 // CpuBackend path picked by PAGELLM_ISA (ctest runs it again with avx2), including the
 // bytes it reports to the memory plan.
 #include "backend/cpu/q8_0_packed.h"
@@ -94,7 +96,7 @@ TEST(Q8_0Packed, KernelsEqualScalarReferenceBitForBit) {
     for (int64_t n : {1, 15, 16, 17, 50, 131})
       for (int64_t k : {32, 64, 96}) cases.push_back({m, n, k});
   for (Case c : std::vector<Case>{{1, 1024, 1024}, {2, 67, 3072}, {4, 3072, 1024}, {3, 1024, 3072},
-                                  {16, 1024, 1024}, {9, 77, 3072}}) {
+                                  {16, 1024, 1024}, {9, 77, 3072}, {7, 1000, 64}, {20, 1500, 96}, {16, 3000, 32}}) {
     cases.push_back(c);
   }
   uint32_t seed = 100;
