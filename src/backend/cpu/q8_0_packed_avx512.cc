@@ -4,16 +4,13 @@
 // Per 32-column block and strip of 16 weight rows: 8 zmm loads of u8 weights (w + 128),
 // each dotted by vpdpbusd with a broadcast of 4 signed activation bytes into one int32
 // lane per weight row, starting from -128 * sum(x) so the block dot is exact; then
-// fp32 fma with the 16 widened fp16 weight scales times the activation scale.
-// Also the activation quantizer (QuantizeRowQ8_0's bytes plus block sums), 32 values in
-// two zmm instead of four ymm plus a scalar sum loop: ~2x faster at M = 512.
+// fp32 fma with the 16 widened fp16 weight scales times the activation scale. (The
+// activations' quantizer is q8_0_packed_quant_avx512.cc.)
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
-#include "backend/cpu/int8_gemm_kernels.h"
 #include "backend/cpu/q8_0_packed_kernels.h"
 
 #pragma GCC push_options
@@ -138,38 +135,6 @@ void StripsAvx512(const PackedActs& x, const Q8_0PackedWeight& w, int64_t s_begi
                   const float* bias, float* y) {
   const int64_t pf_end = x.num_rows <= 4 ? 0 : s_end;
   for (int64_t g = s_begin; g < s_end; g += kGroup) Group(x, w, g, std::min(s_end, g + kGroup), bias, y, pf_end);
-}
-
-void QuantizeActsAvx512(const float* x, int64_t k, int64_t m_begin, int64_t m_end, int8_t* q, float* d,
-                        int32_t* corr) {
-  const int64_t nb = k / kQ8_0BlockElements;
-  for (int64_t m = m_begin; m < m_end; ++m) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const int64_t i = m * k + b * kQ8_0BlockElements;
-      const __m512 a0 = _mm512_abs_ps(_mm512_loadu_ps(x + i)), a1 = _mm512_abs_ps(_mm512_loadu_ps(x + i + 16));
-      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
-      // NaN or inf anywhere (the max may drop a NaN), or a scale whose inverse overflows:
-      // the AVX2 quantizer that ran here before, byte for byte.
-      const __m512 fmax = _mm512_set1_ps(std::numeric_limits<float>::max());
-      if ((_mm512_cmp_ps_mask(a0, fmax, _CMP_NLE_UQ) | _mm512_cmp_ps_mask(a1, fmax, _CMP_NLE_UQ)) != 0 ||
-          (amax != 0.0f && amax < 1e-30f)) {
-        d[m * nb + b] = int8_gemm::QuantizeBlock(x + i, /*offset=*/false, reinterpret_cast<uint8_t*>(q + i));
-        int32_t sum = 0;
-        for (int j = 0; j < kQ8_0BlockElements; ++j) sum += q[i + j];
-        corr[m * nb + b] = -128 * sum;
-        continue;
-      }
-      // d = fp16(amax / 127) (vcvtps2ph rounds to nearest even, as F32ToF16), widened.
-      d[m * nb + b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(amax / 127.0f), _MM_FROUND_TO_NEAREST_INT)));
-      const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-      const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
-      // |x * id| <= 127 (plus rounding), so the int32 sum below is the sum of the bytes.
-      const __m512i n0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id)), n1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtsepi32_epi8(n0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i + 16), _mm512_cvtsepi32_epi8(n1));
-      corr[m * nb + b] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(n0, n1));
-    }
-  }
 }
 
 }  // namespace pagellm::q8_0_packed

@@ -117,26 +117,31 @@ TEST(Q8_0Packed, KernelsEqualScalarReferenceBitForBit) {
 }
 
 // The GEMM tiles (6 rows x 2 strips and the remainders) over M = 8..20, 33, 64, and
-// activation blocks at the quantizer's edges: ties x * 127 / amax = n + 0.5 (rounded to
-// even), amax near fp16's subnormal range and near FLT_MAX, all-zero and -0.0 blocks.
+// activation blocks at the quantizer's edges, in the 16-block path (K = 608: blocks
+// 0-15) and the single-block one (16-18): ties x * 127 / amax = n + 0.5 (rounded to
+// even), amax in fp16's subnormal range, near FLT_MAX and below 1e-30 (the fallback),
+// all-zero and -0.0 blocks.
 TEST(Q8_0Packed, GemmTilesAndQuantizerEdgesBitForBit) {
   uint32_t seed = 900;
   for (int64_t m : {8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 33, 64}) {
     for (int64_t n : {16, 33, 70}) {
-      const int64_t k = 96;
+      const int64_t k = 608;
       const std::vector<BlockQ8_0> w = RandomWeights(n, k, seed++);
       std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), seed++, 1.0f);
       for (int64_t r = 0; r < m; ++r) {
-        float* row = x.data() + r * k;
-        switch (r % 5) {
-          case 0:  // amax 127: x = n + 0.5 scales by exactly 1, ties to even
-            for (int i = 0; i < 32; ++i) row[i] = static_cast<float>(i % 7) - 3.5f;
-            row[5] = 127.0f;
-            break;
-          case 1: for (int i = 32; i < 64; ++i) row[i] *= 1e-6f; break;   // d subnormal in fp16
-          case 2: for (int i = 0; i < 32; ++i) row[i] *= 3e37f; break;    // amax near FLT_MAX
-          case 3: for (int i = 64; i < 96; ++i) row[i] = (i % 2) ? 0.0f : -0.0f; break;
-          default: break;
+        for (int64_t b0 : {int64_t{0}, int64_t{16}}) {  // one block in each path
+          float* blk = x.data() + r * k + (b0 + r % 3) * 32;
+          switch (r % 6) {
+            case 0:  // amax 127: x = n + 0.5 scales by exactly 1, ties to even
+              for (int i = 0; i < 32; ++i) blk[i] = static_cast<float>(i % 7) - 3.5f;
+              blk[5] = 127.0f;
+              break;
+            case 1: for (int i = 0; i < 32; ++i) blk[i] *= 1e-6f; break;   // d subnormal in fp16
+            case 2: for (int i = 0; i < 32; ++i) blk[i] *= 3e37f; break;   // amax near FLT_MAX
+            case 3: for (int i = 0; i < 32; ++i) blk[i] = (i % 2) ? 0.0f : -0.0f; break;
+            case 4: for (int i = 0; i < 32; ++i) blk[i] *= 1e-32f; break;  // 127 / amax near overflow
+            default: break;
+          }
         }
       }
       const auto p = Q8_0PackedWeight::Pack(w.data(), n, k);
