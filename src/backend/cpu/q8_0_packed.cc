@@ -103,10 +103,11 @@ void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, 
   int32_t* acts_corr = corr.data();
   const PackedActs acts{.q = acts_q, .d = acts_d, .corr = acts_corr, .num_rows = num_rows, .k = w.k,
                         .nb = w.nb};
-  // GEMM items shrink toward 4 strips when there are fewer than 2 items per thread.
+  // AVX-512 GEMM items shrink toward 4 strips when there are fewer than 2 items per
+  // thread. AVX2 runs all rows over its whole item, so it keeps the 4-strip panel.
   const int64_t gemm_item =
       std::clamp<int64_t>(w.num_strips / (2 * omp_get_max_threads()) / 4 * 4, kStripsPerItem, kGemmStripsPerItem);
-  const int64_t per_item = num_rows <= 4 ? kStripsPerItem : gemm_item;
+  const int64_t per_item = num_rows <= 4 || !avx512 ? kStripsPerItem : gemm_item;
   const int64_t num_items = (w.num_strips + per_item - 1) / per_item;
   // Dynamic: a thread whose core is taken by another process takes fewer items instead
   // of holding up the barrier. The GEMV groups items (~64 per call) to keep the overhead
