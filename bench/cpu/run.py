@@ -19,7 +19,9 @@ DRAM read bandwidth, vdpbf16ps peak) and then, for each precision row and case, 
 Row q8_0-inplace is q8_0 with PAGELLM_Q8_0_REPACK=0 (weights read in place from the file:
 the GEMV and the per-call-repacking GEMM that preceded the load-time repack); row q8_0-gemv
 also sets PAGELLM_Q8_0_GEMM=0 (every batch size on that GEMV, the path before any GEMM).
-Neither has a llama.cpp column of its own (compare with q8_0's).
+Row bf16-inplace is bf16 with PAGELLM_BF16_REPACK=0 (the GEMV on the file's rows and oneDNN's
+packed copy, the path before the load-time bf16 repack). None of these has a llama.cpp column
+of its own (compare with q8_0's / bf16's).
 Every figure is the median of --runs runs (1 with --quick); the load average is recorded with
 each run. Prints a table with pagellm/llama.cpp ratios and the fraction of the ceiling:
 decode/batch/ctx vs read bandwidth / bytes read per step (weights, plus KV for ctx),
@@ -43,6 +45,8 @@ THREAD_ENV = {"OMP_NUM_THREADS": "2"}
 # Precision rows: pagellm model + flags, and the llama.cpp GGUF types it is compared with.
 ROWS = {
     "bf16": {"model": "hf", "flags": [], "llama": ["f16", "bf16"], "weight_bytes": "bf16"},
+    "bf16-inplace": {"model": "hf", "flags": [], "llama": [], "weight_bytes": "bf16",
+                     "env": {"PAGELLM_BF16_REPACK": "0"}},
     "int8": {"model": "hf", "flags": ["--quantization", "int8"], "llama": ["q8_0"], "weight_bytes": "int8"},
     "q8_0": {"model": "q8_0", "flags": [], "llama": ["q8_0"], "weight_bytes": "q8_0"},
     "q8_0-inplace": {"model": "q8_0", "flags": [], "llama": [], "weight_bytes": "q8_0",
@@ -226,7 +230,8 @@ def main():
     p.add_argument("--ctx-len", type=int, default=8192)
     p.add_argument("--decode-len", type=int, default=128, help="tokens generated in the decode case")
     p.add_argument("--batch-len", type=int, default=64, help="tokens generated per sequence in the batch case")
-    p.add_argument("--only", default="bf16,int8,q8_0", help="precision rows to run (also q8_0-inplace, q8_0-gemv)")
+    p.add_argument("--only", default="bf16,int8,q8_0",
+                   help="precision rows to run (also bf16-inplace, q8_0-inplace, q8_0-gemv)")
     p.add_argument("--cases", default="prefill,decode,batch,ctx,taken")
     p.add_argument("--json", default="", help="write every run's figures and loads here")
     p.add_argument("--skip-llama", action="store_true", help="pagellm only (e.g. to compare two pagellm builds)")

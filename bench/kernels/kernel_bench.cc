@@ -8,12 +8,13 @@
 //   * M = 8, 16, 64, 512: GFLOP/s (2*M*N*K / time; int8 "GOPS" for q8_0 / w8a8), also
 //     cold, and the same per CPU-second of the process (threads' CPU time, so a figure
 //     that time slicing on a loaded machine disturbs less: compare kernels with it).
-// and the DRAM read ceiling of the same threads (a 1 GiB AVX2 sum). Rows: bf16 (GEMV /
-// oneDNN), q8_0r (Q8_0 repacked at load, q8_0_packed.h: one kernel for every M), q8_0
-// (read in place: GEMV for M <= 4, the per-call-repacking GEMM above), q8_0v (the
-// in-place GEMV for every M) and w8a8 (GEMV / oneDNN s8). Each number is the median
-// of --reps runs; --m 512 runs one batch size only. Not a test: numbers depend on
-// machine load (printed first).
+// and the DRAM read ceiling of the same threads (a 1 GiB AVX2 sum). Rows: bf16 (read in
+// place: GEMV / oneDNN, as with PAGELLM_BF16_REPACK=0), bf16p (bf16 repacked at load,
+// bf16_packed.h: one kernel for every M; the default), q8_0r (Q8_0 repacked at load,
+// q8_0_packed.h: one kernel for every M), q8_0 (read in place: GEMV for M <= 4, the
+// per-call-repacking GEMM above), q8_0v (the in-place GEMV for every M) and w8a8 (GEMV /
+// oneDNN s8). Each number is the median of --reps runs; --m 512 runs one batch size
+// only. Not a test: numbers depend on machine load (printed first).
 #include <immintrin.h>
 #include <omp.h>
 
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/bf16_packed.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/int8_gemv.h"
 #include "backend/cpu/q8_0_packed.h"
@@ -125,6 +127,7 @@ struct Timing {
 struct PackedRun {
   const Q8_0PackedWeight* w = nullptr;
   bool avx512 = false;
+  const Bf16PackedWeight* bf16 = nullptr;  // or a bf16 weight packed as CpuBackend does
 };
 
 // One cold Linear call: `flush_bytes` of `flush_ptr` are clflushed (or the whole cache
@@ -134,6 +137,7 @@ Timing TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>&
                 const void* flush_ptr, size_t flush_bytes, int reps, PackedRun packed = {}) {
   auto run = [&] {
     if (packed.w != nullptr) RunQ8_0Packed(*packed.w, x.data(), m, nullptr, y.data(), packed.avx512);
+    else if (packed.bf16 != nullptr) RunBf16Packed(*packed.bf16, x.data(), m, nullptr, y.data(), packed.avx512);
     else be.Linear(w, x.data(), m, y.data());
   };
   run();  // warm-up: primitive creation, page faults
@@ -142,6 +146,8 @@ Timing TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>&
     if (packed.w != nullptr) {
       Flush(packed.w->qs.get(), static_cast<size_t>(packed.w->num_strips * packed.w->nb * kQ8_0PackQsBytes));
       Flush(packed.w->d.get(), static_cast<size_t>(packed.w->num_strips * packed.w->nb * kQ8_0PackRows * 2));
+    } else if (packed.bf16 != nullptr) {
+      Flush(packed.bf16->data.get(), static_cast<size_t>(packed.bf16->owned_bytes()));
     } else if (flush_ptr != nullptr) {
       Flush(flush_ptr, flush_bytes);
     } else {
@@ -179,6 +185,7 @@ int main(int argc, char** argv) {
   }
   CpuBackendOptions inplace_opts = opts;
   inplace_opts.repack_q8_0 = false;
+  inplace_opts.repack_bf16 = false;
   CpuBackend be(inplace_opts);
   CpuBackendOptions repack_opts = opts;
   repack_opts.repack_q8_0 = true;
@@ -203,12 +210,15 @@ int main(int argc, char** argv) {
     if (!wb.ok() || !wq.ok() || !wi.ok() || !wv.ok() || !wr.ok()) return 1;
     const auto packed = Q8_0PackedWeight::Pack(w.q8.data(), s.n, s.k);
     const PackedRun packed_run{packed.get(), be.options().isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni()};
+    const auto bf16_packed = Bf16PackedWeight::Pack(w.bf16.data(), s.n, s.k);  // as CpuBackend does
+    const PackedRun bf16_run{.avx512 = be.options().isa == CpuIsa::kAvx512, .bf16 = bf16_packed.get()};
     const double elems = static_cast<double>(s.n * s.k);
     struct Kind { const char* name; CpuBackend* be; const LinearWeight* w; const void* data; double bytes_per_elem; };
     // bf16 GEMV and q8_0 read the views in place (clflush them); q8_0r runs a packed copy
     // of its own (clflushed); W8A8 and oneDNN read packed copies inside the LinearWeight,
     // so M > 1 bf16 and w8a8 runs sweep the whole cache instead.
     std::vector<Kind> kinds = {{"bf16", &be, wb->get(), w.bf16.data(), 2.0},
+                               {"bf16p", &be, wb->get(), nullptr, 2.0},
                                {"q8_0r", &repack_be, wr->get(), nullptr, 34.0 / 32.0},
                                {"q8_0", &be, wq->get(), w.q8.data(), 34.0 / 32.0},
                                {"q8_0v", &gemv_be, wv->get(), w.q8.data(), 34.0 / 32.0},
@@ -221,10 +231,11 @@ int main(int argc, char** argv) {
       for (auto& v : x) v = dist(rng);
       for (const Kind& kd : kinds) {
         if (m == 1 && kd.be == &gemv_be) continue;  // same kernel as q8_0 at M = 1
+        const bool is_bf16p = std::string(kd.name) == "bf16p";
         const void* flush_ptr = (m > be.options().gemv_max_rows && kd.data == w.bf16.data()) ? nullptr : kd.data;
         const int r = m >= 64 ? std::max(3, reps / 2) : reps;
         const Timing t = TimeCold(*kd.be, *kd.w, x, m, y, flush_ptr, static_cast<size_t>(elems * kd.bytes_per_elem), r,
-                                  kd.be == &repack_be ? packed_run : PackedRun{});
+                                  kd.be == &repack_be ? packed_run : (is_bf16p ? bf16_run : PackedRun{}));
         if (m == 1) {
           std::printf("N=%6lld K=%5lld M=%3lld %-5s %8.3f ms %7.1f GB/s\n", (long long)s.n, (long long)s.k,
                       (long long)m, kd.name, t.wall * 1e3, elems * kd.bytes_per_elem / t.wall / 1e9);

@@ -19,10 +19,12 @@
 // The exact semantics of both are the reference backend's (backend/int8_quant.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "backend/aligned_buffer.h"
 #include "backend/paged_kv_cache.h"
@@ -110,6 +112,11 @@ class Backend {
   // alive: packed, widened or quantized copies (oneDNN layouts, W8A8, repacked Q8_0),
   // not the borrowed views. The memory plan counts them with the weights.
   virtual int64_t prepared_weight_bytes() const { return 0; }
+
+  // The weight views (data, bytes) that LinearWeights prepared since the last call hold a
+  // complete copy of and never read again (a backend may already have dropped their file
+  // pages, MappedFile::ReleasePages). Taking the list clears it.
+  virtual std::vector<std::span<const std::byte>> TakeCopiedSources() { return {}; }
 
   // y [M, N] = x [M, K] · W^T (+ bias). Precondition: `weight` was prepared by this backend.
   virtual void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) = 0;

@@ -6,13 +6,31 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include <fmt/format.h>
 
 namespace pagellm {
+namespace {
+
+// Live mappings, begin -> end: views into weights do not know which file they came from,
+// so ReleasePages looks the range up here.
+struct Registry {
+  std::mutex mu;
+  std::map<uintptr_t, uintptr_t> ranges;
+};
+
+Registry& Mappings() {
+  static Registry* registry = new Registry;  // never destroyed: mappings may outlive statics
+  return *registry;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -33,13 +51,34 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) 
       return InternalError(fmt::format("cannot mmap {}: {}", path, std::strerror(errno)));
     }
     data = static_cast<const std::byte*>(p);
+    std::lock_guard<std::mutex> lock(Mappings().mu);
+    Mappings().ranges[reinterpret_cast<uintptr_t>(p)] = reinterpret_cast<uintptr_t>(p) + size;
   }
   ::close(fd);  // The mapping keeps the file alive.
   return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (data_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(Mappings().mu);
+    Mappings().ranges.erase(reinterpret_cast<uintptr_t>(data_));
+  }
+  ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+size_t MappedFile::ReleasePages(const void* p, size_t n) {
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+  std::lock_guard<std::mutex> lock(Mappings().mu);
+  auto it = Mappings().ranges.upper_bound(begin);
+  if (n == 0 || it == Mappings().ranges.begin()) return 0;
+  --it;  // the last mapping starting at or before p
+  if (end > it->second) return 0;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first >= last) return 0;
+  if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+  return last - first;
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path) {

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/avx2_math.h"
+#include "backend/cpu/bf16_packed.h"
 #include "backend/cpu/dnnl_matmul.h"
 #include "backend/cpu/gemv.h"
 #include "backend/cpu/int8_gemv.h"
@@ -16,6 +18,7 @@
 #include "backend/cpu/paged_attention_cpu.h"
 #include "backend/cpu/q8_0_packed.h"
 #include "common/logging.h"
+#include "common/mapped_file.h"
 #include "tensor/half.h"
 
 namespace pagellm {
@@ -33,6 +36,7 @@ class CpuLinearWeight final : public LinearWeight {
     if (dnnl != nullptr) counted_bytes += static_cast<int64_t>(dnnl->packed_bytes());
     if (w8a8 != nullptr) counted_bytes += w8a8->owned_bytes();
     if (q8_0 != nullptr) counted_bytes += q8_0->owned_bytes();
+    if (bf16 != nullptr) counted_bytes += bf16->owned_bytes();
     tally = backend_tally;
     *tally += counted_bytes;
   }
@@ -41,6 +45,7 @@ class CpuLinearWeight final : public LinearWeight {
   std::unique_ptr<DnnlMatmul> dnnl;   // packed copy for M > gemv_max_rows; may be null
   std::unique_ptr<W8A8Weight> w8a8;   // set for LinearQuantization::kInt8 (then `dnnl` is null)
   std::unique_ptr<Q8_0PackedWeight> q8_0;  // kQ8_0 weight repacked at load; may be null
+  std::unique_ptr<Bf16PackedWeight> bf16;  // kBF16 weight repacked at load; may be null
   std::atomic<int64_t>* tally = nullptr;
   int64_t counted_bytes = 0;
 };
@@ -95,10 +100,15 @@ void LoadRow(const void* src, DType dtype, int64_t n, float* dst) {
 
 }  // namespace
 
-bool Q8_0RepackDefault() {
-  const char* env = std::getenv("PAGELLM_Q8_0_REPACK");
+namespace {
+bool EnvIsNotZero(const char* name) {
+  const char* env = std::getenv(name);
   return env == nullptr || std::string_view(env) != "0";
 }
+}  // namespace
+
+bool Q8_0RepackDefault() { return EnvIsNotZero("PAGELLM_Q8_0_REPACK"); }
+bool Bf16RepackDefault() { return EnvIsNotZero("PAGELLM_BF16_REPACK"); }
 
 CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
   if (options_.isa == CpuIsa::kAvx512 && !CpuSupportsAvx512Bf16()) {
@@ -165,17 +175,41 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
     }
   } else if (options.quantization == LinearQuantization::kInt8) {
     PAGELLM_ASSIGN_OR_RETURN(prepared->w8a8, W8A8Weight::Create(weight, options_.use_dnnl));
-  } else if (options_.use_dnnl) {
-    auto dnnl = DnnlMatmul::Create(weight);
-    if (dnnl.ok()) {
-      prepared->dnnl = std::move(dnnl).value();
-    } else {
-      PLOG_WARN("linear {}: {}; using GEMV kernels for all batch sizes", ShapeToString(weight.shape),
-                dnnl.status().ToString());
+  } else {
+    if (weight.dtype == DType::kBF16 && options_.repack_bf16) {
+      prepared->bf16 = Bf16PackedWeight::Pack(static_cast<const uint16_t*>(weight.data), weight.dim(0), weight.dim(1));
+      if (prepared->bf16 == nullptr) {
+        return ResourceExhaustedError(fmt::format("linear {}: cannot allocate the repacked bf16 copy",
+                                                  ShapeToString(weight.shape)));
+      }
+    }
+    // The packed bf16 kernel matches oneDNN's avx512_bf16 matmul at every M (kernel_bench),
+    // so oneDNN's copy is only worth its memory when it brings AMX.
+    if (options_.use_dnnl && (prepared->bf16 == nullptr || DnnlUsesAmx())) {
+      auto dnnl = DnnlMatmul::Create(weight);
+      if (dnnl.ok()) {
+        prepared->dnnl = std::move(dnnl).value();
+      } else {
+        PLOG_WARN("linear {}: {}; using the GEMV kernels for all batch sizes", ShapeToString(weight.shape),
+                  dnnl.status().ToString());
+      }
     }
   }
   prepared->Count(&prepared_bytes_);
+  // Repacked (q8_0, bf16) and W8A8 weights never read the view again (oneDNN-only ones
+  // still run the in-place GEMV for small M). If the view is a file mapping, its pages go
+  // now, so loading a model never holds two copies of it at once.
+  if (prepared->q8_0 != nullptr || prepared->bf16 != nullptr || prepared->w8a8 != nullptr) {
+    MappedFile::ReleasePages(weight.data, weight.nbytes());
+    std::lock_guard<std::mutex> lock(copied_mu_);
+    copied_sources_.emplace_back(static_cast<const std::byte*>(weight.data), weight.nbytes());
+  }
   return std::unique_ptr<LinearWeight>(std::move(prepared));
+}
+
+std::vector<std::span<const std::byte>> CpuBackend::TakeCopiedSources() {
+  std::lock_guard<std::mutex> lock(copied_mu_);
+  return std::exchange(copied_sources_, {});
 }
 
 void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) {
@@ -196,6 +230,7 @@ void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_
     }
     return;
   }
+  if (w.bf16 != nullptr) return RunBf16Packed(*w.bf16, x, num_rows, bias, y, options_.isa == CpuIsa::kAvx512);
   GemvArgs args{.x = x, .num_rows = num_rows, .k = w.in_features(), .w = w.weight.data,
                 .w_dtype = w.weight.dtype, .n = w.out_features(),
                 .bias = w.bias.empty() ? nullptr : w.bias.data(), .y = y};

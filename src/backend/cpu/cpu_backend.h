@@ -1,8 +1,11 @@
 // CpuBackend: the optimised CPU implementation of Backend (OpenMP + SIMD + oneDNN).
 //
-// Linear layers: M <= gemv_max_rows runs the hand-written GEMV (gemv.h; memory-bound
-// decode), larger M runs oneDNN matmul on weights packed at PrepareLinear
-// (dnnl_matmul.h). Linear and attention have AVX2 and AVX-512 kernels picked by `isa`;
+// Linear layers: bf16 weights are repacked at PrepareLinear into 16-row strips
+// (bf16_packed.h) that one kernel per ISA runs for every M, at memory bandwidth for
+// decode and at oneDNN's avx512_bf16 speed for prefill; oneDNN (dnnl_matmul.h) then
+// keeps a copy only when it has AMX, for M > gemv_max_rows. f16/f32 weights (and bf16
+// with repack_bf16 = false) run the hand-written GEMV (gemv.h) on the weights in place
+// for M <= gemv_max_rows and oneDNN matmul on weights packed at load above. Linear and attention have AVX2 and AVX-512 kernels picked by `isa`;
 // the element-wise ops (norm, RoPE, SiLU, KV writes) are AVX2 code on both paths since
 // they are a small share of the time. All threading is OpenMP, the same pool oneDNN
 // uses, so the two never oversubscribe the cores.
@@ -21,6 +24,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_isa.h"
@@ -30,17 +35,23 @@ namespace pagellm {
 
 // False when PAGELLM_Q8_0_REPACK=0 is set, else true.
 bool Q8_0RepackDefault();
+// False when PAGELLM_BF16_REPACK=0 is set, else true.
+bool Bf16RepackDefault();
 
 struct CpuBackendOptions {
   CpuIsa isa = DetectCpuIsa();
-  // Linear calls with at most this many rows use the GEMV kernels; more rows use
-  // oneDNN. Measured with linear_bench (see the report in the commit history): the
+  // Linear calls with at most this many rows use the GEMV kernels (or the packed bf16
+  // kernel); more rows use oneDNN when it holds a copy. Measured with linear_bench (see the report in the commit history): the
   // hand-written GEMV wins up to about 4 rows on this class of machine.
   int64_t gemv_max_rows = 4;
   bool use_dnnl = true;  // false: GEMV kernels for every M
   // Q8_0 weights: repack at load (true) or read the file's blocks in place (false, the
   // path before the repacked layout; PAGELLM_Q8_0_REPACK=0 picks it for A/B runs).
   bool repack_q8_0 = Q8_0RepackDefault();
+  // bf16 weights: repack at load into 16-row strips (bf16_packed.h), one kernel for every
+  // M, instead of the in-place GEMV plus oneDNN's copy (false: PAGELLM_BF16_REPACK=0, for
+  // A/B runs).
+  bool repack_bf16 = Bf16RepackDefault();
 };
 
 class CpuBackend final : public Backend {
@@ -54,6 +65,7 @@ class CpuBackend final : public Backend {
   StatusOr<std::unique_ptr<LinearWeight>> PrepareLinear(const TensorView& weight, const TensorView& bias,
                                                         const LinearOptions& options = {}) override;
   int64_t prepared_weight_bytes() const override { return prepared_bytes_.load(); }
+  std::vector<std::span<const std::byte>> TakeCopiedSources() override;
   void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) override;
   void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads, int64_t head_dim,
             float* x) override;
@@ -68,6 +80,8 @@ class CpuBackend final : public Backend {
   CpuBackendOptions options_;
   bool int8_avx512_ = false;  // isa == kAvx512 and the CPU has AVX-512 VNNI
   std::atomic<int64_t> prepared_bytes_{0};  // see prepared_weight_bytes()
+  std::mutex copied_mu_;
+  std::vector<std::span<const std::byte>> copied_sources_;  // see TakeCopiedSources(); guarded by copied_mu_
   ReferenceBackend fallback_;  // for shapes the SIMD kernels do not cover (head_dim % 16 != 0)
 };
 

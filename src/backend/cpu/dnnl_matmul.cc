@@ -54,6 +54,12 @@ constexpr int64_t kLayoutProbeRows = 64;
 
 }  // namespace
 
+bool DnnlUsesAmx() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
+  return (isa & amx) == amx;
+}
+
 struct DnnlMatmul::Impl {
   int64_t n = 0, k = 0;
   dt src_dt = dt::f32;

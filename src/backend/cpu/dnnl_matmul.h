@@ -20,6 +20,10 @@
 
 namespace pagellm {
 
+// True when oneDNN runs AMX kernels here (the CPU has AMX and the OS grants its tile
+// state): then its bf16 matmul beats any AVX-512 kernel for prefill-sized M.
+bool DnnlUsesAmx();
+
 class DnnlMatmul {
  public:
   // weight [N, K] bf16/f16/f32. Fails (Unimplemented/Internal) when oneDNN cannot

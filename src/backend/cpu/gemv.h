@@ -35,4 +35,8 @@ void GemvAvx2(const GemvArgs& args);
 // result differs from fp32 math by ~bf16 rounding of x; f16/f32 weights keep fp32 x.
 void GemvAvx512(const GemvArgs& args);
 
+// x [rows, k] fp32 -> out [rows, k_padded] bf16 (RNE), zero padded; k_padded is a
+// multiple of 32 and >= k. Needs CpuSupportsAvx512Bf16().
+void ConvertRowsToBf16Avx512(const float* x, int rows, int64_t k, int64_t k_padded, uint16_t* out);
+
 }  // namespace pagellm

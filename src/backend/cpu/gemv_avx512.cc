@@ -88,18 +88,6 @@ void Rows(const GemvArgs& a, const float* x, const uint16_t* xb, int64_t k_padde
   }
 }
 
-// x [rows, k] fp32 -> out [rows, k_padded] bf16 (RNE), zero padded.
-void ConvertRowsToBf16(const float* x, int rows, int64_t k, int64_t k_padded, uint16_t* out) {
-  for (int m = 0; m < rows; ++m) {
-    for (int64_t i = 0; i < k_padded; i += 16) {
-      const __mmask16 mask = i + 16 <= k ? __mmask16{0xffff}
-                                         : (i >= k ? __mmask16{0} : static_cast<__mmask16>((1u << (k - i)) - 1));
-      __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + m * k + i));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + m * k_padded + i), (__m256i)h);
-    }
-  }
-}
-
 template <int kKind>
 void Run(const GemvArgs& a) {
   constexpr int64_t kChunk = 32;
@@ -113,7 +101,7 @@ void Run(const GemvArgs& a) {
     float* y = a.y + m0 * a.n;
     if constexpr (kKind == 0) {
       if (x_bf16.size() < static_cast<size_t>(4 * k_padded)) x_bf16.resize(static_cast<size_t>(4 * k_padded));
-      ConvertRowsToBf16(x, rows, a.k, k_padded, x_bf16.data());
+      ConvertRowsToBf16Avx512(x, rows, a.k, k_padded, x_bf16.data());
     }
     const uint16_t* xb = x_bf16.data();
     // Dynamic, about 64 work items per call: a thread whose core is taken by another
@@ -132,6 +120,17 @@ void Run(const GemvArgs& a) {
 }
 
 }  // namespace
+
+void ConvertRowsToBf16Avx512(const float* x, int rows, int64_t k, int64_t k_padded, uint16_t* out) {
+  for (int m = 0; m < rows; ++m) {
+    for (int64_t i = 0; i < k_padded; i += 16) {
+      const __mmask16 mask = i + 16 <= k ? __mmask16{0xffff}
+                                         : (i >= k ? __mmask16{0} : static_cast<__mmask16>((1u << (k - i)) - 1));
+      __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + m * k + i));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + m * k_padded + i), (__m256i)h);
+    }
+  }
+}
 
 void GemvAvx512(const GemvArgs& args) {
   switch (args.w_dtype) {
