@@ -8,6 +8,7 @@
 
 #include "backend/backend_registry.h"
 #include "common/logging.h"
+#include "common/mapped_file.h"
 #include "engine/causal_lm.h"
 #include "engine/sample_state.h"
 #include "engine/sampling_validation.h"
@@ -63,8 +64,10 @@ Status EngineCore::Init() {
   // What the backend packs, widens or quantizes while preparing this model's weights (the
   // backend is shared by the process; engines are created one at a time).
   const int64_t prepared_before = backend_->prepared_weight_bytes();
+  backend_->TakeCopiedSources();  // only this model's weights below
   PAGELLM_ASSIGN_OR_RETURN(model_, CreateCausalLm(mc, loaded_.weights, *backend_, max_tokens, linear_options));
   prepared_weight_bytes_ = backend_->prepared_weight_bytes() - prepared_before;
+  released_weight_bytes_ = ReleaseCopiedWeightPages();
   PAGELLM_RETURN_IF_ERROR(InitScheduler());
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_cache_, config_.block_size);
   SamplerConfig sc;
@@ -72,6 +75,21 @@ Status EngineCore::Init() {
   sc.eos_token_ids = eos_token_ids_;
   sampler_ = std::make_unique<Sampler>(sc);
   return OkStatus();
+}
+
+int64_t EngineCore::ReleaseCopiedWeightPages() {
+  // The embedding reads its table in place (a tied lm_head shares it): its pages come
+  // back as rows are looked up, so they stay counted. Dropping pages twice is harmless
+  // (the CPU backend already did as it packed); ReleasePages returns the bytes.
+  const TensorView& embed = loaded_.weights.embed_tokens;
+  const auto* embed_begin = static_cast<const std::byte*>(embed.data);
+  const auto* embed_end = embed_begin + embed.nbytes();
+  int64_t released = 0;
+  for (std::span<const std::byte> source : backend_->TakeCopiedSources()) {
+    if (source.data() < embed_end && embed_begin < source.data() + source.size()) continue;
+    released += static_cast<int64_t>(MappedFile::ReleasePages(source.data(), source.size()));
+  }
+  return released;
 }
 
 Status EngineCore::InitScheduler() {
@@ -87,6 +105,7 @@ Status EngineCore::InitScheduler() {
   MemoryPlanInputs in;
   in.weight_bytes = static_cast<int64_t>(WeightBytes(loaded_.weights));
   in.prepared_weight_bytes = prepared_weight_bytes_;
+  in.released_weight_bytes = released_weight_bytes_;
   in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *
                        (4 * mc.hidden_size + 2 * mc.q_size() + 2 * mc.kv_size() + 2 * mc.intermediate_size) * 4;
   in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock());

@@ -83,6 +83,9 @@ class EngineCore {
   explicit EngineCore(const EngineConfig& config);
   Status Init();
   Status InitScheduler();
+  // Drops the file pages of weights the backend copied; returns the bytes (the embedding's
+  // pages stay counted).
+  int64_t ReleaseCopiedWeightPages();
   // Samples the rows of `logits`, feeds detokenizer and stop checker, fills deltas.
   void ProcessSamples(const SchedulerOutput& out, const StepLogits& logits,
                       std::vector<int32_t>* sampled, std::vector<std::string>* stopped_ids,
@@ -98,6 +101,7 @@ class EngineCore {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   Backend* backend_ = nullptr;
   int64_t prepared_weight_bytes_ = 0;  // the backend's copies of this model's weights
+  int64_t released_weight_bytes_ = 0;  // file pages those copies replaced (dropped from memory)
   std::unique_ptr<CausalLm> model_;  // QwenModel or HybridModel (engine/causal_lm.h)
   std::unique_ptr<PagedKvCache> kv_cache_;
   std::unique_ptr<ModelRunner> runner_;

@@ -44,8 +44,13 @@ double MemoryPlan::max_concurrency() const {
 }
 
 std::string MemoryPlan::Summary() const {
-  const std::string prepared =
-      prepared_weight_bytes > 0 ? fmt::format(" (incl. {:.2f} GiB of packed copies)", prepared_weight_bytes / kGiB) : "";
+  std::string prepared;
+  if (prepared_weight_bytes > 0) {
+    prepared = released_weight_bytes > 0
+                   ? fmt::format(" (incl. {:.2f} GiB of packed copies, which replace {:.2f} GiB of the file's pages)",
+                                 prepared_weight_bytes / kGiB, released_weight_bytes / kGiB)
+                   : fmt::format(" (incl. {:.2f} GiB of packed copies)", prepared_weight_bytes / kGiB);
+  }
   std::string line = fmt::format(
       "memory plan: weights {:.2f} GiB{}, workspace {:.2f} GiB, KV cache {:.2f} GiB = {} blocks x {} tokens = {} tokens",
       weight_bytes / kGiB, prepared, workspace_bytes / kGiB, kv_cache_bytes / kGiB, num_blocks, block_size,
@@ -67,6 +72,12 @@ std::string MemoryPlan::Summary() const {
 
 namespace {
 
+// The weights as they sit in memory: the file's tensors, less the pages a backend copy
+// replaced, plus the copies.
+int64_t ResidentWeightBytes(const MemoryPlanInputs& in) {
+  return in.weight_bytes - in.released_weight_bytes + in.prepared_weight_bytes;
+}
+
 // Bytes for the state cache + KV blocks: --kv-cache-memory, or the memory fraction minus
 // weights and workspace. `source` says which, for error messages.
 StatusOr<int64_t> CacheBudget(const MemoryPlanInputs& in, std::string* source) {
@@ -79,9 +90,9 @@ StatusOr<int64_t> CacheBudget(const MemoryPlanInputs& in, std::string* source) {
   }
   *source = fmt::format("--gpu-memory-utilization {} of {:.2f} GiB minus {:.2f} GiB of weights and workspace",
                         in.memory_utilization, in.device_memory_bytes / kGiB,
-                        (in.weight_bytes + in.prepared_weight_bytes + in.workspace_bytes) / kGiB);
-  return static_cast<int64_t>(in.memory_utilization * in.device_memory_bytes) - in.weight_bytes -
-         in.prepared_weight_bytes - in.workspace_bytes;
+                        (ResidentWeightBytes(in) + in.workspace_bytes) / kGiB);
+  return static_cast<int64_t>(in.memory_utilization * in.device_memory_bytes) - ResidentWeightBytes(in) -
+         in.workspace_bytes;
 }
 
 // Hybrid models: state slots, then snapshots, out of `budget` (header comment); both
@@ -132,8 +143,9 @@ StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& in) {
     return InvalidArgumentError("memory plan: hybrid state needs state_bytes_per_slot >= 0 and max_num_seqs > 0");
   }
   MemoryPlan plan;
-  plan.weight_bytes = in.weight_bytes + in.prepared_weight_bytes;
+  plan.weight_bytes = ResidentWeightBytes(in);
   plan.prepared_weight_bytes = in.prepared_weight_bytes;
+  plan.released_weight_bytes = in.released_weight_bytes;
   plan.workspace_bytes = in.workspace_bytes;
   plan.block_size = in.block_size;
   plan.max_model_len = in.max_model_len;

@@ -35,6 +35,7 @@ namespace pagellm {
 struct MemoryPlanInputs {
   int64_t weight_bytes = 0;           // as loaded (the file's tensors)
   int64_t prepared_weight_bytes = 0;  // the backend's packed/quantized copies of them
+  int64_t released_weight_bytes = 0;  // file pages dropped because a copy replaced them
   int64_t workspace_bytes = 0;        // activations for max_num_batched_tokens rows
   int64_t kv_bytes_per_block = 0;     // all layers, K and V
   int32_t block_size = 16;
@@ -57,8 +58,9 @@ struct MemoryPlanInputs {
 inline constexpr int32_t kMinStateSnapshots = 4;
 
 struct MemoryPlan {
-  int64_t weight_bytes = 0;           // loaded + prepared copies
+  int64_t weight_bytes = 0;           // loaded - released + prepared copies
   int64_t prepared_weight_bytes = 0;  // of which the backend's copies
+  int64_t released_weight_bytes = 0;  // file pages the copies replaced (not counted)
   int64_t workspace_bytes = 0;
   int64_t kv_cache_bytes = 0;
   int32_t num_blocks = 0;  // usable blocks (the block pool adds its null block)

@@ -14,6 +14,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "engine/llm_engine.h"
 #include "engine/memory_plan.h"
 #include "engine_test_util.h"
@@ -130,6 +131,41 @@ TEST(EngineAdmissionTest, MemoryPlanCountsTheBackendsPackedWeightCopies) {
   in.max_model_len = 16;
   in.memory_utilization = 0.5;
   in.device_memory_bytes = 8ll << 30;  // 4 GiB usable - 2 GiB of weights = 2048 blocks
+  auto fraction_plan = PlanMemory(in);
+  ASSERT_TRUE(fraction_plan.ok()) << fraction_plan.status();
+  EXPECT_EQ(fraction_plan->num_blocks, 2048);
+  EXPECT_EQ(fraction_plan->weight_bytes, 2ll << 30);
+}
+
+// bf16 on the AVX-512 path: each linear layer is repacked (bf16_packed.h) and its pages
+// of the safetensors mapping are dropped, so a weight is counted once, as its copy; the
+// embedding (tied: lm_head's source too) stays mapped and counted.
+TEST(EngineAdmissionTest, MemoryPlanCountsRepackedBf16WeightsOnce) {
+  if (!CpuSupportsAvx512Bf16()) GTEST_SKIP() << "bf16 weights are repacked on the AVX-512 BF16 path only";
+  auto core = Make(TinyConfig(TinyCheckpoint(DType::kBF16), DType::kBF16));
+  const MemoryPlan& plan = core->memory_plan();
+  ASSERT_GT(plan.prepared_weight_bytes, 0);
+  // The pages dropped are the whole pages inside the repacked tensors: nearly all of them
+  // (the copies also hold strip padding, so they are a little larger).
+  EXPECT_GT(plan.released_weight_bytes, plan.prepared_weight_bytes / 2);
+  EXPECT_LE(plan.released_weight_bytes, plan.prepared_weight_bytes);
+  EXPECT_THAT(plan.Summary(), HasSubstr("which replace"));
+  // The model still runs after its file pages went (the embedding reads the mapping):
+  // a second engine on the same files, its pages dropped as well, agrees token for token.
+  auto again = Make(TinyConfig(TinyCheckpoint(DType::kBF16), DType::kBF16));
+  const std::vector<int32_t> prompt = RandomPrompt(40, 5);
+  RunResult a = RunConcurrently(*core, {{"a", prompt, GreedyParams(8)}});
+  RunResult b = RunConcurrently(*again, {{"a", prompt, GreedyParams(8)}});
+  EXPECT_EQ(a.outputs["a"].token_ids, b.outputs["a"].token_ids);
+
+  MemoryPlanInputs in;
+  in.weight_bytes = 3ll << 30;
+  in.prepared_weight_bytes = 1ll << 30;
+  in.released_weight_bytes = 2ll << 30;  // 1 GiB stays mapped, 1 GiB copied
+  in.kv_bytes_per_block = 1 << 20;
+  in.max_model_len = 16;
+  in.memory_utilization = 0.5;
+  in.device_memory_bytes = 8ll << 30;  // 4 GiB usable - 2 GiB of resident weights = 2048 blocks
   auto fraction_plan = PlanMemory(in);
   ASSERT_TRUE(fraction_plan.ok()) << fraction_plan.status();
   EXPECT_EQ(fraction_plan->num_blocks, 2048);
