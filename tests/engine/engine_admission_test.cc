@@ -14,7 +14,6 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "backend/cpu/cpu_isa.h"
 #include "engine/llm_engine.h"
 #include "engine/memory_plan.h"
 #include "engine_test_util.h"
@@ -137,11 +136,10 @@ TEST(EngineAdmissionTest, MemoryPlanCountsTheBackendsPackedWeightCopies) {
   EXPECT_EQ(fraction_plan->weight_bytes, 2ll << 30);
 }
 
-// bf16 on the AVX-512 path: each linear layer is repacked (bf16_packed.h) and its pages
-// of the safetensors mapping are dropped, so a weight is counted once, as its copy; the
-// embedding (tied: lm_head's source too) stays mapped and counted.
+// bf16: each linear layer is repacked (bf16_packed.h) and its pages of the safetensors
+// mapping are dropped, so a weight is counted once, as its copy; the embedding (tied:
+// lm_head's source too) stays mapped and counted.
 TEST(EngineAdmissionTest, MemoryPlanCountsRepackedBf16WeightsOnce) {
-  if (!CpuSupportsAvx512Bf16()) GTEST_SKIP() << "bf16 weights are repacked on the AVX-512 BF16 path only";
   auto core = Make(TinyConfig(TinyCheckpoint(DType::kBF16), DType::kBF16));
   const MemoryPlan& plan = core->memory_plan();
   ASSERT_GT(plan.prepared_weight_bytes, 0);
