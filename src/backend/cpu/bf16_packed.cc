@@ -16,13 +16,17 @@ namespace {
 // over it.
 constexpr int64_t kStripsPerItem = 4;
 
-// Strip s of w into out (see the layout in bf16_packed.h).
+// Strip s of w into out (see the layout in bf16_packed.h). Pair by pair, so the writes
+// are sequential and each (even, odd) pair moves as one 32-bit word.
 void PackStrip(const uint16_t* w, int64_t n, int64_t k, int64_t num_pairs, int64_t s, uint16_t* out) {
   std::memset(out, 0, static_cast<size_t>(num_pairs * 2 * kBf16PackRows) * sizeof(uint16_t));
   const int64_t n0 = s * kBf16PackRows, valid = std::min(kBf16PackRows, n - n0);
-  for (int64_t r = 0; r < valid; ++r) {
-    const uint16_t* row = w + (n0 + r) * k;
-    for (int64_t c = 0; c < k; ++c) out[(c / 2) * 2 * kBf16PackRows + r * 2 + c % 2] = row[c];
+  const int64_t full_pairs = k / 2;
+  for (int64_t p = 0; p < full_pairs; ++p) {
+    for (int64_t r = 0; r < valid; ++r) std::memcpy(out + p * 2 * kBf16PackRows + r * 2, w + (n0 + r) * k + 2 * p, 4);
+  }
+  if (k % 2 != 0) {  // the last pair's odd element stays 0
+    for (int64_t r = 0; r < valid; ++r) out[full_pairs * 2 * kBf16PackRows + r * 2] = w[(n0 + r) * k + k - 1];
   }
 }
 
