@@ -183,8 +183,9 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
                                                   ShapeToString(weight.shape)));
       }
     }
-    // The packed bf16 kernel matches oneDNN's avx512_bf16 matmul at every M (kernel_bench),
-    // so oneDNN's copy is only worth its memory when it brings AMX.
+    // The packed bf16 kernel matches oneDNN's avx512_bf16 matmul at every M (kernel_bench;
+    // below AVX-512 oneDNN 2.6 has no bf16 matmul at all), so oneDNN's copy is only worth
+    // its memory when it brings AMX.
     if (options_.use_dnnl && (prepared->bf16 == nullptr || DnnlUsesAmx())) {
       auto dnnl = DnnlMatmul::Create(weight);
       if (dnnl.ok()) {
