@@ -15,11 +15,13 @@ namespace {
 using q8_0_packed::PackedActs;
 
 // Strips per OpenMP work item. The GEMV (M <= 4) runs 4 strips per register tile at
-// M <= 2. The GEMM kernel goes over groups of 4 strips (a panel of <= 210 KB at K = 3072
-// that stays in L2 while every activation row goes over it) and prefetches the next
-// group of its item, so a GEMM item spans 4 groups.
+// M <= 2. The AVX-512 GEMM kernel goes over groups of 4 strips (a panel of <= 210 KB at
+// K = 3072 that stays in L2 while every activation row goes over it) and prefetches the
+// next group of the same item, so its items span 2 groups. Measured at 2 threads
+// (kernel_bench-style, cold, medians of 10): items of 4, 8 and 16 strips are within noise
+// at M = 16, and 16 loses ~15% at M = 512 on N = 1024 (4 items: coarse balance).
 constexpr int64_t kStripsPerItem = 4;
-constexpr int64_t kGemmStripsPerItem = 16;  // at most
+constexpr int64_t kGemmStripsPerItem = 8;  // at most
 
 template <typename T>
 T* AlignedArray(int64_t count) {

@@ -33,11 +33,11 @@ inline __m512i Broadcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// y rows m0 .. m0+MR-1, weight rows of strips s0 .. s0+NS-1 (masked at w.n). Strips
-// s0 + kGroup + j below pf_end are prefetched (the next group's weights, same offsets).
-template <int MR, int NS>
-void Tile(const PackedActs& x, const Q8_0PackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y,
-          int64_t pf_end = 0) {
+// y rows m0 .. m0+MR-1, weight rows of strips s0 .. s0+NS-1 (masked at w.n). kPrefetch:
+// also strips s0 + kGroup .. (the next group's weights, same offsets). A template
+// argument, not a run-time check: the check in the inner loop cost the M = 512 kernel ~4%.
+template <int MR, int NS, bool kPrefetch>
+void Tile(const PackedActs& x, const Q8_0PackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
   const int64_t nb = x.nb, qs_stride = nb * kQ8_0PackQsBytes, d_stride = nb * kQ8_0PackRows;
   const uint8_t* qs = w.qs.get() + s0 * qs_stride;
   const uint16_t* ds = w.d.get() + s0 * d_stride;
@@ -61,9 +61,9 @@ void Tile(const PackedActs& x, const Q8_0PackedWeight& w, int64_t m0, int64_t s0
       __m512i wv[NS];
       #pragma GCC unroll 8
       for (int j = 0; j < NS; ++j) wv[j] = _mm512_load_si512(wb + j * qs_stride + g * 64);
-      #pragma GCC unroll 8
-      for (int j = 0; j < NS; ++j) {  // the same bytes of the next group's strip
-        if (s0 + j + kGroup < pf_end) {
+      if constexpr (kPrefetch) {  // the same bytes of the next group's strips
+        #pragma GCC unroll 8
+        for (int j = 0; j < NS; ++j) {
           _mm_prefetch(reinterpret_cast<const char*>(wb + (j + kGroup) * qs_stride + g * 64), _MM_HINT_T0);
         }
       }
@@ -103,8 +103,11 @@ void TileRow(const PackedActs& x, const Q8_0PackedWeight& w, int64_t m0, int64_t
              const float* bias, float* y, int64_t pf_end) {
   constexpr int kNs = MR <= 2 ? 4 : 2;
   int64_t s = s_begin;
-  for (; s + kNs <= s_end; s += kNs) Tile<MR, kNs>(x, w, m0, s, bias, y, pf_end);
-  for (; s < s_end; ++s) Tile<MR, 1>(x, w, m0, s, bias, y, pf_end);
+  for (; s + kNs <= s_end; s += kNs) {
+    if (s + kNs - 1 + kGroup < pf_end) Tile<MR, kNs, true>(x, w, m0, s, bias, y);
+    else Tile<MR, kNs, false>(x, w, m0, s, bias, y);
+  }
+  for (; s < s_end; ++s) Tile<MR, 1, false>(x, w, m0, s, bias, y);
 }
 
 // All rows against strips [s_begin, s_end) (one group); the first row tile prefetches the
@@ -130,7 +133,8 @@ void Group(const PackedActs& x, const Q8_0PackedWeight& w, int64_t s_begin, int6
 // runs: that tile waits on DRAM and the later ones find their weights in L2 and leave the
 // memory idle, so without it a GEMM at M = 16 streams its weights at roughly half the
 // GEMV's rate (kernel alone, one thread, cold, 1024 x 3072: 0.365 -> 0.319 ms). The
-// GEMV (one row tile, already streaming) does not.
+// GEMV (one row tile, already streaming) does not. (With 2 threads sharing the memory
+// the gain was within noise; see kGemmStripsPerItem in q8_0_packed.cc.)
 void StripsAvx512(const PackedActs& x, const Q8_0PackedWeight& w, int64_t s_begin, int64_t s_end,
                   const float* bias, float* y) {
   const int64_t pf_end = x.num_rows <= 4 ? 0 : s_end;

@@ -3,8 +3,8 @@
 // block_q8_0 array) bit for bit over odd N (partial strips), K of 1-3 blocks and
 // 1024/3072, M = 1..4 (GEMV tiles) and > 4 (GEMM tiles), with and without bias; extreme
 // bytes (-128 weights, saturated activations) against hand-computed sums; GEMM work
-// items of 12 and 16 strips with partial last groups (the kernel prefetches the next
-// group of an item: N = 1000, 1500, 3000 at 2 threads); and the
+// items of 8 strips with partial last groups (the kernel prefetches the next group of
+// an item: N = 1000, 1500, 3000 at 2 threads); and the
 // CpuBackend path picked by PAGELLM_ISA (ctest runs it again with avx2), including the
 // bytes it reports to the memory plan.
 #include "backend/cpu/q8_0_packed.h"
