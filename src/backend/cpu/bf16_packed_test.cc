@@ -10,28 +10,22 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernel_test_data.h"
 #include "tensor/half.h"
 
 namespace pagellm {
 namespace {
 
-std::vector<float> Normal(size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using testing::ExpectBitEqual;
+using testing::RandomFloats;
 
 std::vector<uint16_t> RandomBf16(size_t n, uint32_t seed) {
   std::vector<uint16_t> w(n);
-  const std::vector<float> f = Normal(n, seed, 0.1f);
+  const std::vector<float> f = RandomFloats(n, seed, 0.1f);
   for (size_t i = 0; i < n; ++i) w[i] = F32ToBf16(f[i]);
   return w;
 }
@@ -51,17 +45,6 @@ std::vector<float> RunPacked(const Bf16PackedWeight& w, const std::vector<float>
   for (size_t i = size; i < y.size(); ++i) EXPECT_EQ(y[i], -7.25f) << "write past y at " << i;
   y.resize(size);
   return y;
-}
-
-void ExpectBitEqual(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int bad = 0;
-  for (size_t i = 0; i < got.size() && bad < 5; ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
-      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
-      ++bad;
-    }
-  }
 }
 
 TEST(Bf16Packed, LayoutElementByElement) {
@@ -92,7 +75,7 @@ TEST(Bf16Packed, LayoutElementByElement) {
 TEST(Bf16Packed, ReferenceMatchesDoublePrecisionSums) {
   const int64_t m = 3, n = 40, k = 333;
   const std::vector<uint16_t> w = RandomBf16(static_cast<size_t>(n * k), 5);
-  const std::vector<float> x = Normal(static_cast<size_t>(m * k), 6, 1.0f);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), 6, 1.0f);
   for (bool round_x : {false, true}) {
     std::vector<float> y(static_cast<size_t>(m * n));
     GemmBf16PackedReference(w.data(), n, k, x.data(), m, nullptr, y.data(), round_x);
@@ -125,8 +108,8 @@ TEST(Bf16Packed, KernelsEqualScalarReferenceBitForBit) {
   uint32_t seed = 100;
   for (const Case& c : cases) {
     const std::vector<uint16_t> w = RandomBf16(static_cast<size_t>(c.n * c.k), seed++);
-    const std::vector<float> x = Normal(static_cast<size_t>(c.m * c.k), seed++, 1.0f);
-    const std::vector<float> bias = Normal(static_cast<size_t>(c.n), seed++, 0.5f);
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(c.m * c.k), seed++, 1.0f);
+    const std::vector<float> bias = RandomFloats(static_cast<size_t>(c.n), seed++, 0.5f);
     const auto p = Bf16PackedWeight::Pack(w.data(), c.n, c.k);
     for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
       for (bool avx512 : Isas()) {
@@ -145,7 +128,7 @@ TEST(Bf16Packed, KernelsEqualScalarReferenceBitForBit) {
 TEST(Bf16Packed, RowResultDoesNotDependOnTheBatch) {
   const int64_t m = 17, n = 150, k = 250;
   const std::vector<uint16_t> w = RandomBf16(static_cast<size_t>(n * k), 9);
-  const std::vector<float> x = Normal(static_cast<size_t>(m * k), 10, 1.0f);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), 10, 1.0f);
   const auto p = Bf16PackedWeight::Pack(w.data(), n, k);
   for (bool avx512 : Isas()) {
     const std::vector<float> all = RunPacked(*p, x, m, nullptr, avx512);
@@ -161,7 +144,7 @@ TEST(Bf16Packed, RowResultDoesNotDependOnTheBatch) {
 TEST(Bf16Packed, CpuBackendRepacksBf16AndCountsTheCopy) {
   const int64_t n = 70, k = 96;
   const std::vector<uint16_t> w = RandomBf16(static_cast<size_t>(n * k), 21);
-  const std::vector<float> x = Normal(static_cast<size_t>(5 * k), 22, 1.0f);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(5 * k), 22, 1.0f);
   CpuBackend cpu;  // the ISA PAGELLM_ISA asks for, else the best
   ASSERT_TRUE(cpu.options().repack_bf16);
   const bool avx512 = cpu.options().isa == CpuIsa::kAvx512;

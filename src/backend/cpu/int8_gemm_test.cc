@@ -16,7 +16,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/int8_gemv.h"
-#include "backend/cpu/q8_0_test_data.h"
+#include "backend/cpu/kernel_test_data.h"
 #include "backend/reference/reference_backend.h"
 #include "tensor/half.h"
 

@@ -18,12 +18,13 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/int8_gemv.h"
-#include "backend/cpu/q8_0_test_data.h"
+#include "backend/cpu/kernel_test_data.h"
 #include "tensor/half.h"
 
 namespace pagellm {
 namespace {
 
+using testing::ExpectBitEqual;
 using testing::QuantizeWeights;
 using testing::RandomFloats;
 
@@ -53,17 +54,6 @@ std::vector<float> RunReference(const std::vector<BlockQ8_0>& w, int64_t n, int6
   std::vector<float> y(static_cast<size_t>(m * n));
   GemmQ8_0Reference({.x = x.data(), .num_rows = m, .k = k, .w = w.data(), .n = n, .bias = bias, .y = y.data()});
   return y;
-}
-
-void ExpectBitEqual(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int bad = 0;
-  for (size_t i = 0; i < got.size() && bad < 5; ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
-      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
-      ++bad;
-    }
-  }
 }
 
 TEST(Q8_0Packed, LayoutByteByByte) {
