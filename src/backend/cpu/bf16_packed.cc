@@ -50,24 +50,27 @@ std::unique_ptr<Bf16PackedWeight> Bf16PackedWeight::Pack(const uint16_t* w, int6
 
 void RunBf16Packed(const Bf16PackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
                    bool avx512) {
-  const int64_t stride = (w.k + 31) / 32 * 16;  // pairs per activation row (k padded to 32)
   // Grow once, reuse across calls; raw pointers below (inside the parallel regions the
   // thread_local names are each worker's own).
   thread_local std::vector<uint16_t> pairs;
   thread_local std::vector<float> values;
-  bf16_packed::Acts acts{.stride = stride};
-  const size_t count = static_cast<size_t>(num_rows * stride * 2);
+  bf16_packed::Acts acts;
   if (avx512) {
+    acts.stride = (w.k + 31) / 32 * 16;  // k padded to 32, as the conversion writes it
+    const size_t count = static_cast<size_t>(num_rows * acts.stride * 2);
     if (pairs.size() < count) pairs.resize(count);
-    bf16_packed::ConvertActsAvx512(x, num_rows, w.k, stride, pairs.data());
+    bf16_packed::ConvertActsAvx512(x, num_rows, w.k, acts.stride, pairs.data());
     acts.pairs = reinterpret_cast<const uint32_t*>(pairs.data());
-  } else {
+  } else if (w.k % 2 == 0) {
+    acts = {.values = x, .stride = w.k / 2};  // read in place
+  } else {  // a zero after each row completes its last pair
+    acts.stride = (w.k + 1) / 2;
+    const size_t count = static_cast<size_t>(num_rows * (w.k + 1));
     if (values.size() < count) values.resize(count);
     float* v = values.data();
-#pragma omp parallel for schedule(static) if (num_rows > 4)
     for (int64_t m = 0; m < num_rows; ++m) {
-      std::copy(x + m * w.k, x + (m + 1) * w.k, v + m * stride * 2);
-      std::fill(v + m * stride * 2 + w.k, v + (m + 1) * stride * 2, 0.0f);
+      std::copy(x + m * w.k, x + (m + 1) * w.k, v + m * (w.k + 1));
+      v[m * (w.k + 1) + w.k] = 0.0f;
     }
     acts.values = v;
   }

@@ -1,7 +1,7 @@
 // Internals of RunBf16Packed (bf16_packed.h): the prepared activations and the per-ISA
 // kernels that bf16_packed.cc drives over OpenMP work items. Not for use elsewhere.
 //
-//   Bf16PackedActs acts{...};   // AVX-512: bf16 pairs of x; AVX2: fp32 x, k padded to even
+//   Acts acts{...};   // AVX-512: bf16 pairs of x; AVX2: fp32 x, k padded to even
 //   bf16_packed::RowsAvx512(acts, w, 0, num_rows, s_begin, s_end, bias, y);
 #pragma once
 
@@ -13,7 +13,7 @@ namespace pagellm::bf16_packed {
 
 struct Acts {
   const uint32_t* pairs = nullptr;  // AVX-512: [num_rows][stride] bf16 pairs of x (RNE)
-  const float* values = nullptr;    // AVX2: [num_rows][2 * stride] fp32 x (zero past k)
+  const float* values = nullptr;    // AVX2: [num_rows][2 * stride] fp32 x (a zero after k when odd)
   int64_t stride = 0;               // pairs per row
 };
 
