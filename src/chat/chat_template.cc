@@ -99,6 +99,7 @@ StatusOr<ChatTemplate> ChatTemplate::FromStringWithTokens(std::string source, co
   PAGELLM_RETURN_IF_ERROR(ValidateNodes(program));
   ChatTemplate t;
   t.source_ = std::move(source);
+  t.detected_content_format_ = DetectContentFormat(program);
   t.program_ = std::make_unique<NodeList>(std::move(program));
   t.special_tokens_ = OrderedJson::object();
   if (special_tokens.is_object()) {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "chat/content_format.h"
 #include "common/json.h"
 #include "common/status.h"
 
@@ -50,6 +51,9 @@ class ChatTemplate {
                                const OrderedJson& extra_kwargs) const;
 
   const std::string& source() const { return source_; }
+  // Whether the template loops over message content (content_format.h): what
+  // --chat-template-content-format auto resolves to.
+  ContentFormat detected_content_format() const { return detected_content_format_; }
   // Special tokens given to the template (object of name -> string or list).
   const OrderedJson& special_tokens() const { return special_tokens_; }
 
@@ -58,6 +62,7 @@ class ChatTemplate {
   std::string source_;
   std::unique_ptr<std::vector<std::unique_ptr<Node>>> program_;
   OrderedJson special_tokens_;  // object of name -> string / list of strings
+  ContentFormat detected_content_format_ = ContentFormat::kString;
 };
 
 }  // namespace pagellm::chat

@@ -5,18 +5,12 @@
 namespace pagellm::server {
 namespace {
 
-StatusOr<OrderedJson> FlattenContent(const OrderedJson& content, size_t i) {
-  if (content.is_null()) return OrderedJson("");
-  if (content.is_string()) return content;
-  if (!content.is_array()) {
-    return InvalidArgumentError(fmt::format("messages[{}].content: must be a string or an array of parts", i));
-  }
-  std::string text;
-  bool first = true;
+// The text of each part, in order (a bare string part is tolerated, as by vLLM).
+StatusOr<std::vector<std::string>> TextParts(const OrderedJson& content, size_t i) {
+  std::vector<std::string> texts;
   for (const auto& part : content) {
-    if (part.is_string()) {  // tolerated by vLLM: a bare string part
-      text += (first ? "" : "\n") + part.get<std::string>();
-      first = false;
+    if (part.is_string()) {
+      texts.push_back(part.get<std::string>());
       continue;
     }
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
@@ -29,10 +23,28 @@ StatusOr<OrderedJson> FlattenContent(const OrderedJson& content, size_t i) {
     if (!part.contains("text") || !part["text"].is_string()) {
       return InvalidArgumentError(fmt::format("messages[{}].content: a text part needs a string \"text\"", i));
     }
-    text += (first ? "" : "\n") + part["text"].get<std::string>();
-    first = false;
+    texts.push_back(part["text"].get<std::string>());
   }
-  return OrderedJson(text);
+  return texts;
+}
+
+// kString: the text parts joined by "\n" (vLLM's "string" format); kOpenAi: a list of
+// {"type": "text", "text": ...} parts for templates that iterate over them.
+StatusOr<OrderedJson> NormalizeContent(const OrderedJson& content, size_t i, chat::ContentFormat format) {
+  if (content.is_null()) return OrderedJson("");
+  if (content.is_string()) return content;
+  if (!content.is_array()) {
+    return InvalidArgumentError(fmt::format("messages[{}].content: must be a string or an array of parts", i));
+  }
+  PAGELLM_ASSIGN_OR_RETURN(std::vector<std::string> texts, TextParts(content, i));
+  if (format == chat::ContentFormat::kOpenAi) {
+    OrderedJson parts = OrderedJson::array();
+    for (std::string& t : texts) parts.push_back(OrderedJson{{"type", "text"}, {"text", std::move(t)}});
+    return parts;
+  }
+  std::string joined;
+  for (size_t k = 0; k < texts.size(); ++k) joined += (k ? "\n" : "") + texts[k];
+  return OrderedJson(joined);
 }
 
 Status NormalizeToolCalls(OrderedJson& msg, size_t i) {
@@ -54,7 +66,7 @@ Status NormalizeToolCalls(OrderedJson& msg, size_t i) {
 
 }  // namespace
 
-StatusOr<OrderedJson> NormalizeMessages(const OrderedJson& messages) {
+StatusOr<OrderedJson> NormalizeMessages(const OrderedJson& messages, chat::ContentFormat content_format) {
   if (!messages.is_array() || messages.empty()) {
     return InvalidArgumentError("messages: must be a non-empty array of message objects");
   }
@@ -70,7 +82,8 @@ StatusOr<OrderedJson> NormalizeMessages(const OrderedJson& messages) {
       return InvalidArgumentError(fmt::format("messages[{}].role: unknown role '{}'", i, role));
     }
     OrderedJson msg = m;
-    PAGELLM_ASSIGN_OR_RETURN(msg["content"], FlattenContent(m.contains("content") ? m["content"] : OrderedJson(), i));
+    PAGELLM_ASSIGN_OR_RETURN(msg["content"],
+                             NormalizeContent(m.contains("content") ? m["content"] : OrderedJson(), i, content_format));
     PAGELLM_RETURN_IF_ERROR(NormalizeToolCalls(msg, i));
     out.push_back(std::move(msg));
   }

@@ -32,7 +32,7 @@ StatusOr<bool> BoolField(const OrderedJson& j, const char* key, bool fallback) {
 
 void OpenAiServer::HandleChat(const std::shared_ptr<HttpExchange>& ex, const OrderedJson& body) {
   auto fail = [&](const Status& s) { RespondError(ex, ApiErrorFromStatus(s)); };
-  StatusOr<ChatRequest> parsed = ParseChatRequest(body);
+  StatusOr<ChatRequest> parsed = ParseChatRequest(body, content_format_);
   if (!parsed.ok()) return fail(parsed.status());
   ChatRequest& req = *parsed;
   if (Status s = CheckModel(req.model); !s.ok()) return fail(s);
@@ -116,7 +116,7 @@ void OpenAiServer::HandleTokenize(const std::shared_ptr<HttpExchange>& ex, const
   const tokenizer::Tokenizer& tok = engine_.core().tokenizer();
   std::vector<int32_t> ids;
   if (body.contains("messages")) {
-    StatusOr<OrderedJson> messages = NormalizeMessages(body["messages"]);
+    StatusOr<OrderedJson> messages = NormalizeMessages(body["messages"], content_format_);
     if (!messages.ok()) return fail(messages.status());
     OrderedJson tools;
     if (body.contains("tools") && !body["tools"].is_null()) {

@@ -157,12 +157,12 @@ Status ParseSamplingFields(const OrderedJson& body, SamplingParams* p) {
   return OkStatus();
 }
 
-StatusOr<ChatRequest> ParseChatRequest(const OrderedJson& body) {
+StatusOr<ChatRequest> ParseChatRequest(const OrderedJson& body, chat::ContentFormat content_format) {
   if (!body.is_object()) return InvalidArgumentError("body: must be a JSON object");
   ChatRequest r;
   PAGELLM_RETURN_IF_ERROR(ReadString(body, "model", &r.model));
   if (!Present(body, "messages")) return InvalidArgumentError("messages: field required");
-  PAGELLM_ASSIGN_OR_RETURN(r.messages, NormalizeMessages(body["messages"]));
+  PAGELLM_ASSIGN_OR_RETURN(r.messages, NormalizeMessages(body["messages"], content_format));
   if (Present(body, "tools")) {
     PAGELLM_ASSIGN_OR_RETURN(r.tools, ValidateTools(body["tools"]));
   }

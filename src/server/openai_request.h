@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/content_format.h"
 #include "common/json.h"
 #include "common/status.h"
 #include "sched/sampling_params.h"
@@ -58,7 +59,8 @@ struct CompletionRequest {
   SamplingParams params;
 };
 
-StatusOr<ChatRequest> ParseChatRequest(const OrderedJson& body);
+StatusOr<ChatRequest> ParseChatRequest(const OrderedJson& body,
+                                       chat::ContentFormat content_format = chat::ContentFormat::kString);
 StatusOr<CompletionRequest> ParseCompletionRequest(const OrderedJson& body);
 
 // Sampling fields shared by both endpoints (max_tokens, temperature, stop, ...).

@@ -18,6 +18,8 @@ OpenAiServer::OpenAiServer(LlmEngine& engine, OpenAiServerOptions options)
 }
 
 StatusOr<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(LlmEngine& engine, OpenAiServerOptions options) {
+  PAGELLM_ASSIGN_OR_RETURN(chat::ContentFormatOption content_format,
+                           chat::ParseContentFormatOption(options.chat_template_content_format));
   std::unique_ptr<OpenAiServer> s(new OpenAiServer(engine, std::move(options)));
   auto tmpl = chat::LoadChatTemplate(engine.core().tokenizer_dir(), s->options_.chat_template_path);
   if (tmpl.ok()) {
@@ -27,6 +29,13 @@ StatusOr<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(LlmEngine& engine, 
   } else {
     // A base model without a chat template can still serve /v1/completions.
     s->template_error_ = tmpl.status().message();
+  }
+  // As vLLM: "auto" asks the template whether it loops over message content.
+  s->content_format_ = content_format.format;
+  if (content_format.automatic && s->template_) {
+    s->content_format_ = s->template_->detected_content_format();
+    PLOG_INFO("detected the chat template content format to be '{}' (--chat-template-content-format overrides it)",
+              chat::ContentFormatName(s->content_format_));
   }
   return s;
 }

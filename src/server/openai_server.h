@@ -35,6 +35,7 @@ struct OpenAiServerOptions {
   std::string tool_call_parser;    // "" | hermes | qwen3_coder
   std::string reasoning_parser;    // "" | qwen3
   std::string chat_template_path;  // "" => the model's template
+  std::string chat_template_content_format = "auto";  // auto | string | openai (content_format.h)
   std::string version;
 };
 
@@ -73,6 +74,7 @@ class OpenAiServer {
   ServerMetrics metrics_;
   std::optional<chat::ChatTemplate> template_;
   std::string template_error_;
+  chat::ContentFormat content_format_ = chat::ContentFormat::kString;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> num_inflight_{0};
   std::atomic<uint64_t> next_id_{0};

@@ -290,6 +290,37 @@ const cases = [
     const detok = await raw("POST", "/detokenize", { tokens: (await tokenizeMessages(messages)).tokens });
     assert.match(detok.json.prompt, /Weather in Paris\? ünïcode ✓/);
   }],
+  ["list-of-parts content renders as HF jinja (Qwen3.5 template) and as vLLM's string join (Qwen3)", async () => {
+    const { Template } = await importRef("@huggingface/jinja/dist/index.js");
+    const { createRequire } = await import("node:module");
+    const hf = createRequire(path.join(await import("./harness.mjs").then((h) => h.refs), "/"))("@anush008/tokenizers");
+    const tokenizer = hf.Tokenizer.fromFile(path.join(model, "tokenizer.json"));
+    const encode = async (text) => [...(await tokenizer.encode(text, null, { addSpecialTokens: false })).getIds()];
+    const parts = [{ role: "user", content: [{ type: "text", text: "Part one. " }, { type: "text", text: "Part two." }] }];
+    const joined = [{ role: "user", content: "Part one. \nPart two." }];
+    const qwen3 = JSON.parse(readFileSync(path.join(model, "tokenizer_config.json"), "utf8")).chat_template;
+    // Qwen3's template only prints content: the parts are joined with "\n" (vLLM's "string").
+    const want3 = await encode(new Template(qwen3).render({ messages: joined, add_generation_prompt: true }));
+    assert.deepEqual((await tokenizeMessages(parts)).tokens, want3);
+    // Qwen3.5's template loops over the parts itself: auto-detected "openai", rendered as HF does.
+    const template35 = path.join((await import("./harness.mjs")).sourceDir, "assets/chat_templates/qwen3.5.jinja");
+    const source35 = readFileSync(template35, "utf8");
+    for (const [format, messages] of [["auto", parts], ["string", joined]]) {
+      const s = await startServer(pagellm, model, ["--chat-template", template35, "--chat-template-content-format", format]);
+      try {
+        const r = await fetch(`${s.url}/tokenize`, { method: "POST", headers: { "content-type": "application/json" },
+          body: JSON.stringify({ messages: parts }) });
+        const got = await r.json();
+        assert.equal(r.status, 200, JSON.stringify(got));
+        const text = new Template(source35).render({ messages, add_generation_prompt: true });
+        if (format === "auto") assert.match(text, /Part one\. Part two\./);
+        assert.deepEqual(got.tokens, await encode(text), `--chat-template-content-format ${format}`);
+      } finally {
+        s.proc.kill("SIGTERM");
+        await s.exited;
+      }
+    }
+  }],
   ["metrics are valid for promtool and use vLLM names", async () => {
     const text = (await raw("GET", "/metrics")).text;
     for (const name of ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
