@@ -11,6 +11,7 @@ void RegisterAllCommands(CLI::App& app) {
   RegisterGenerateCommand(app);
   RegisterTokenizeCommands(app);
   RegisterMakeDummyModelCommand(app);
+  RegisterUnpackModelCommand(app);
   RegisterChatTemplateCommand(app);
   RegisterLogitsCommand(app);
   RegisterServeCommand(app);

@@ -13,6 +13,7 @@ void RegisterAllCommands(CLI::App& app);
 void RegisterGenerateCommand(CLI::App& app);        // generate_command.cc
 void RegisterTokenizeCommands(CLI::App& app);       // tokenize_command.cc: tokenize, detokenize
 void RegisterMakeDummyModelCommand(CLI::App& app);  // make_dummy_model_command.cc
+void RegisterUnpackModelCommand(CLI::App& app);     // unpack_model_command.cc
 void RegisterChatTemplateCommand(CLI::App& app);    // chat_template_command.cc: render-chat-template
 void RegisterLogitsCommand(CLI::App& app);          // logits_command.cc
 void RegisterServeCommand(CLI::App& app);           // serve_command.cc

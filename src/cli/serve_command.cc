@@ -30,6 +30,7 @@ struct ServeFlags {
   std::vector<std::string> served_model_name;
   std::string api_key;
   std::string chat_template;
+  std::string chat_template_content_format = "auto";
   bool enable_auto_tool_choice = false;
   std::string tool_call_parser, reasoning_parser;
   int tensor_parallel_size = 1;
@@ -147,6 +148,7 @@ Status RunServe(ServeFlags& f) {
   options.tool_call_parser = f.tool_call_parser;
   options.reasoning_parser = f.reasoning_parser;
   options.chat_template_path = f.chat_template;
+  options.chat_template_content_format = f.chat_template_content_format;
   options.version = PAGELLM_VERSION;
   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<server::OpenAiServer> api, server::OpenAiServer::Create(*engine, options));
   server::HttpServerOptions http_options;
@@ -180,6 +182,10 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--served-model-name", f->served_model_name, "model name(s) in the API (default: the model path)");
   cmd->add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' on /v1 routes (env VLLM_API_KEY)");
   cmd->add_option("--chat-template", f->chat_template, "a Jinja file replacing the model's chat template");
+  cmd->add_option("--chat-template-content-format", f->chat_template_content_format,
+                  "message content as a string or as OpenAI's list of parts (auto: detect from the template)")
+      ->check(CLI::IsMember({"auto", "string", "openai"}))
+      ->capture_default_str();
   cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice, "let the model call tools (tool_choice auto)");
   cmd->add_option("--tool-call-parser", f->tool_call_parser, "hermes (Qwen2.5/Qwen3) or qwen3_coder (Qwen3.5)");
   cmd->add_option("--reasoning-parser", f->reasoning_parser, "qwen3: split <think> into reasoning_content");

@@ -23,8 +23,9 @@ StatusOr<DType> ParseEntryDtype(const Json& info, const std::string& name, const
   if (dtype == "BF16") return DType::kBF16;
   if (dtype == "F16") return DType::kF16;
   if (dtype == "F32") return DType::kF32;
+  if (dtype == "I32") return DType::kI32;  // index tensors (compact checkpoints' row ids)
   return UnimplementedError(fmt::format(
-      "{}: tensor '{}' has dtype {}; only BF16, F16 and F32 checkpoints are supported", file, name, dtype));
+      "{}: tensor '{}' has dtype {}; only BF16, F16, F32 (and I32 index) tensors are supported", file, name, dtype));
 }
 
 // Parses one header entry; checks shape and offsets against the data section size.
