@@ -10,6 +10,7 @@ APT_PACKAGES=(
   clang-14 libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
+  libopenmpi-dev openmpi-bin iproute2   # multi-process and multi-host tests (mpirun, ip netns)
   libpcre2-dev libutf8proc-dev libxxhash-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev libboost-dev
   python3 python3-numpy python3-torch
