@@ -67,6 +67,13 @@ step_root() {
   fi
   rm -rf "$ROOT"
   cp -a "$base" "$ROOT"
+  # The network's own trust (a proxy's local CA certificates, if this machine has any)
+  # belongs to the machine, not to the project: carry it into the root as it is here.
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    mkdir -p "$ROOT/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+    chroot "$ROOT" update-ca-certificates >/dev/null 2>&1
+  fi
   # The same suites a Debian 12 machine has: main, updates and security.
   cat >"$ROOT/etc/apt/sources.list" <<EOF
 deb $MIRROR bookworm main
@@ -99,6 +106,7 @@ run_in_root() {
   echo "[fresh] $name: $cmd (log: $LOGS/$name.log)"
   set +e
   chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb PORT="${PORT:-18631}" \
+    ${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt} \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash -c "cd /pagellm && $cmd" </dev/null >"$LOGS/$name.log" 2>&1
   rc=$?
