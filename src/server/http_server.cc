@@ -104,25 +104,33 @@ class Session : public std::enable_shared_from_this<Session> {
   bool writing_ = false;
 };
 
+// NOTE: every call captures what it needs by value (gen_ included), never `this`: the
+// handler usually drops its last reference to the exchange right after Respond() (or a
+// job drops it right after EndStream()), so by the time the posted call runs on the
+// strand the Exchange may be freed. Reading `this->gen_` then read freed memory; when
+// another thread had reused that block, the generation no longer matched and the
+// response was silently dropped: a GET /metrics left unanswered under load, a drain
+// waiting for one unsent stream end.
 class Exchange : public HttpExchange {
  public:
   Exchange(std::shared_ptr<Session> session, uint64_t gen, HttpRequest request)
       : session_(std::move(session)), gen_(gen), request_(std::move(request)) {}
   const HttpRequest& request() const override { return request_; }
   void Respond(int status, std::string content_type, std::string body, std::string extra) override {
-    PostToSession([=, this, body = std::move(body)](Session& s) mutable { s.Respond(gen_, status, content_type, std::move(body), extra); });
+    PostToSession([gen = gen_, status, type = std::move(content_type), body = std::move(body),
+                   extra = std::move(extra)](Session& s) mutable { s.Respond(gen, status, type, std::move(body), extra); });
   }
   void BeginStream(std::string content_type) override {
-    PostToSession([=, this](Session& s) { s.BeginStream(gen_, content_type); });
+    PostToSession([gen = gen_, type = std::move(content_type)](Session& s) { s.BeginStream(gen, type); });
   }
   void Write(std::string data) override {
-    PostToSession([=, this, data = std::move(data)](Session& s) mutable { s.WriteChunk(gen_, std::move(data)); });
+    PostToSession([gen = gen_, data = std::move(data)](Session& s) mutable { s.WriteChunk(gen, std::move(data)); });
   }
   void EndStream() override {
-    PostToSession([=, this](Session& s) { s.EndStream(gen_); });
+    PostToSession([gen = gen_](Session& s) { s.EndStream(gen); });
   }
   void SetCancelHandler(std::function<void()> on_cancel) override {
-    PostToSession([=, this, f = std::move(on_cancel)](Session& s) mutable { s.SetCancel(gen_, std::move(f)); });
+    PostToSession([gen = gen_, f = std::move(on_cancel)](Session& s) mutable { s.SetCancel(gen, std::move(f)); });
   }
   void Post(std::function<void()> fn) override {
     asio::post(session_->executor(), std::move(fn));

@@ -1,8 +1,5 @@
 #include "server/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,22 +9,18 @@
 
 #include <gtest/gtest.h>
 
+#include "server/http_test_socket.h"
+
 namespace pagellm::server {
 namespace {
 
 int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  int fd = testing_http::Connect(port);
+  EXPECT_GE(fd, 0);
   return fd;
 }
 
-void Send(int fd, const std::string& s) { ASSERT_EQ(::send(fd, s.data(), s.size(), MSG_NOSIGNAL), (ssize_t)s.size()); }
+void Send(int fd, const std::string& s) { ASSERT_TRUE(testing_http::SendAll(fd, s)); }
 
 // Reads until `until` appears (or the peer closes / 5 s pass).
 std::string ReadUntil(int fd, const std::string& until) {
