@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "setup: installing packages and building (first run: ~15-25 min on 2 cores)"
 bash scripts/setup.sh >/dev/null
+source scripts/node-env.sh
 ASSET=assets/models/pydoc-qwen3
 MODEL=models/pydoc-qwen3
 PORT=${PORT:-8000}
@@ -43,6 +44,8 @@ with urllib.request.urlopen(req) as resp:
         usage = chunk.get("usage") or usage
         for choice in chunk.get("choices", []):
             text = choice.get("delta", {}).get("content")
+            if text and first is None:
+                text = text.lstrip("\n")  # the blank line Qwen3 writes after its (empty) think block
             if text:
                 first = first or time.time()
                 print(text, end="", flush=True)

@@ -5,5 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/node-env.sh
 cd build
 ctest --output-on-failure -j 2 --timeout 900 "$@"

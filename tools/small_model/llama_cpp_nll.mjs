@@ -4,7 +4,7 @@
 //
 //   node tools/small_model/llama_cpp_nll.mjs --model M.gguf --windows windows.json [--threads 2]
 //
-// windows.json: [[id, id, ...], ...]. Each window is evaluated in a fresh sequence; prints
+// windows.json: [[id, id, ...], ...]. Each window is evaluated from an empty KV cache; prints
 // {"windows": [[nll of token 1 given 0, nll of token 2 given 0..1, ...], ...]} in nats.
 // node-llama-cpp exposes the softmax over the full vocabulary of the raw logits when the
 // sampler runs at temperature 0, so -log p(target) is exact up to float rounding.
@@ -29,8 +29,9 @@ const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
 const longest = Math.max(...windows.map((w) => w.length));
 const context = await model.createContext({ contextSize: Math.max(64, longest + 8), threads: Number(arg("--threads", 2)) });
 const out = [];
+const sequence = context.getSequence();
 for (const tokens of windows) {
-  const sequence = context.getSequence();
+  await sequence.clearHistory();
   const input = tokens.map((t) => [t, { generateNext: { probabilities: true } }]);
   const results = await sequence.controlledEvaluate(input);
   const nll = [];
@@ -39,7 +40,6 @@ for (const tokens of windows) {
     nll.push(p > 0 ? -Math.log(p) : null);
   }
   out.push(nll);
-  sequence.dispose();
 }
 console.log(JSON.stringify({ windows: out }));
 await context.dispose();

@@ -54,6 +54,15 @@ constexpr int64_t kLayoutProbeRows = 64;
 
 }  // namespace
 
+bool DnnlHasExactInt8() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  for (dnnl::cpu_isa vnni : {dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni}) {
+    const auto bits = static_cast<unsigned>(vnni);
+    if ((isa & bits) == bits) return true;
+  }
+  return false;
+}
+
 bool DnnlUsesAmx() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);

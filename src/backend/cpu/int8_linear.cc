@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "backend/cpu/dnnl_matmul.h"
 #include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/int8_gemv.h"
 #include "backend/int8_quant.h"
@@ -80,7 +81,9 @@ StatusOr<std::unique_ptr<W8A8Weight>> W8A8Weight::Create(const TensorView& weigh
       p->row_sum[static_cast<size_t>(n)] = sum;
     }
   }
-  if (use_dnnl) {
+  // Only where oneDNN's int8 dot is exact (dnnl_matmul.h); elsewhere the GEMV kernels,
+  // which widen to int32 themselves, take every batch size.
+  if (use_dnnl && DnnlHasExactInt8()) {
     auto mm = DnnlInt8Matmul::Create(w->q.data(), w->n, w->k, w->k_padded);
     if (mm.ok()) {
       w->dnnl = std::move(mm).value();
