@@ -17,6 +17,7 @@ void RegisterAllCommands(CLI::App& app) {
   RegisterServeCommand(app);
   RegisterConvertCommand(app);
   RegisterBenchCommand(app);
+  RegisterDistWorkerCommand(app);
 }
 
 int ExitCode() { return g_exit_code; }

@@ -21,6 +21,7 @@ void RegisterConvertCommand(CLI::App& app);         // convert_command.cc
 void RegisterBenchCommand(CLI::App& app);           // bench_command.cc: the `bench` group
 void RegisterBenchThroughputCommand(CLI::App& bench);  // bench_throughput_command.cc
 void RegisterBenchServeCommand(CLI::App& bench);       // bench_serve_command.cc
+void RegisterDistWorkerCommand(CLI::App& app);      // dist_worker_command.cc (hidden)
 
 // Exit code of the subcommand that ran (0 if none failed).
 int ExitCode();

@@ -48,6 +48,14 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "hybrid models: GDN state snapshots kept for prefix caching (0: sized from memory, 25% of "
                   "what the state slots leave)")
       ->capture_default_str();
+  cmd->add_option("--tensor-parallel-size", c->tensor_parallel_size,
+                  "ranks that each hold a shard of every layer (worker processes on this host)")
+      ->check(CLI::Range(1, 8))
+      ->capture_default_str();
+  cmd->add_option("--distributed-executor-backend", c->distributed_executor_backend,
+                  "mp: pagellm starts its own worker processes")
+      ->check(CLI::IsMember({"mp"}))
+      ->capture_default_str();
   cmd->add_option("--max-logprobs", c->max_logprobs, "largest logprobs a request may ask for")->capture_default_str();
 }
 

@@ -1,6 +1,7 @@
 // `pagellm generate`: offline generation through the full engine.
 //   single prompt: --prompt TEXT [--chat] | --prompt-ids 1,2,3 -> streams text to stdout
 //   many prompts:  --input prompts.jsonl --output results.jsonl (run concurrently)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -107,6 +108,8 @@ Status RunSingle(LlmEngine& engine, const GenerateFlags& f) {
 struct BatchSample {
   std::string text;
   std::vector<int32_t> token_ids;
+  std::vector<float> logprobs;  // chosen tokens' logprobs, when the line asked for logprobs
+  int32_t num_cached_tokens = 0;
   std::string finish_reason;
   Status error;
 };
@@ -150,6 +153,8 @@ Status QueueBatch(LlmEngine& engine, const GenerateFlags& f, std::vector<BatchLi
       BatchSample& s = (*lines)[i].samples.at(static_cast<size_t>(d.index));
       s.text += d.text;
       s.token_ids.insert(s.token_ids.end(), d.new_token_ids.begin(), d.new_token_ids.end());
+      for (const TokenLogprob& lp : d.logprobs) s.logprobs.push_back(lp.logprob);
+      s.num_cached_tokens = std::max(s.num_cached_tokens, d.num_cached_tokens);
       if (d.finished) {
         s.finish_reason = d.finish_reason;
         s.error = d.error;
@@ -169,6 +174,7 @@ OrderedJson BatchLineJson(size_t index, const BatchLine& line) {
     o["token_ids"] = s.token_ids;
     o["finish_reason"] = s.finish_reason;
     o["num_completion_tokens"] = s.token_ids.size();
+    if (!s.logprobs.empty()) o["logprobs"] = s.logprobs;
     outputs.push_back(std::move(o));
   }
   OrderedJson r = OrderedJson::object();
@@ -178,6 +184,8 @@ OrderedJson BatchLineJson(size_t index, const BatchLine& line) {
   r["finish_reason"] = outputs[0]["finish_reason"];
   r["num_prompt_tokens"] = line.num_prompt_tokens;
   r["num_completion_tokens"] = outputs[0]["num_completion_tokens"];
+  r["num_cached_tokens"] = line.samples[0].num_cached_tokens;
+  if (outputs[0].contains("logprobs")) r["logprobs"] = outputs[0]["logprobs"];
   r["outputs"] = std::move(outputs);
   return r;
 }

@@ -33,7 +33,6 @@ struct ServeFlags {
   std::string chat_template_content_format = "auto";
   bool enable_auto_tool_choice = false;
   std::string tool_call_parser, reasoning_parser;
-  int tensor_parallel_size = 1;
   double shutdown_timeout_s = 30.0;
   int http_threads = 2;
   bool disable_log_stats = false;
@@ -59,11 +58,6 @@ Status CheckExtras(const CLI::App& cmd) {
 }
 
 Status CheckFlags(const ServeFlags& f) {
-  if (f.tensor_parallel_size != 1) {
-    return UnimplementedError(fmt::format("--tensor-parallel-size {}: tensor parallelism is not supported yet "
-                                          "(the CPU backend runs the model in one process); use 1",
-                                          f.tensor_parallel_size));
-  }
   if (f.enable_auto_tool_choice && f.tool_call_parser.empty()) {
     return InvalidArgumentError("--enable-auto-tool-choice requires --tool-call-parser");
   }
@@ -71,7 +65,9 @@ Status CheckFlags(const ServeFlags& f) {
 }
 
 // Waits for SIGINT/SIGTERM (blocked in every thread), logging stats every 10 s.
-void WaitForSignal(LlmEngine& engine, server::OpenAiServer& api, bool log_stats) {
+// Returns the engine's health error instead when it breaks (a tensor-parallel rank
+// died or hung): /health has answered 503 since, and the caller exits non-zero.
+Status WaitForSignal(LlmEngine& engine, server::OpenAiServer& api, bool log_stats) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -82,7 +78,11 @@ void WaitForSignal(LlmEngine& engine, server::OpenAiServer& api, bool log_stats)
     int sig = sigtimedwait(&set, nullptr, &timeout);
     if (sig == SIGINT || sig == SIGTERM) {
       PLOG_INFO("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-      return;
+      return OkStatus();
+    }
+    if (Status health = engine.Health(); !health.ok()) {
+      PLOG_ERROR("engine unhealthy, exiting: {}", health.message());
+      return health;
     }
     if (log_stats && Now() >= next_log) {
       next_log = Now() + 10.0;
@@ -160,13 +160,15 @@ Status RunServe(ServeFlags& f) {
   PAGELLM_RETURN_IF_ERROR(http->Start());
   engine->Start();
   PLOG_INFO("serving model '{}' ready on http://{}:{}", options.served_model_name, f.host, http->port());
-  WaitForSignal(*engine, *api, !f.disable_log_stats);
-  Drain(*http, *api, f.shutdown_timeout_s);
+  Status health = WaitForSignal(*engine, *api, !f.disable_log_stats);
+  // A broken engine finishes nothing: no drain, stop at once and exit non-zero.
+  if (health.ok()) Drain(*http, *api, f.shutdown_timeout_s);
   http->Stop();
   engine->Stop();
   // The engine's pending callbacks hold connections: free them before the I/O context.
   engine.reset();
   http.reset();
+  if (!health.ok()) return health;
   PLOG_INFO("shutdown complete");
   return OkStatus();
 }
@@ -189,8 +191,6 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice, "let the model call tools (tool_choice auto)");
   cmd->add_option("--tool-call-parser", f->tool_call_parser, "hermes (Qwen2.5/Qwen3) or qwen3_coder (Qwen3.5)");
   cmd->add_option("--reasoning-parser", f->reasoning_parser, "qwen3: split <think> into reasoning_content");
-  cmd->add_option("--tensor-parallel-size", f->tensor_parallel_size, "tensor parallel ranks (only 1 for now)")
-      ->capture_default_str();
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s, "seconds running requests get to finish on SIGTERM")
       ->capture_default_str();
   cmd->add_option("--http-threads", f->http_threads, "I/O threads of the HTTP server")->capture_default_str();

@@ -7,13 +7,15 @@
 
 #include "model/arch/qwen_model.h"
 #include "model/hybrid/hybrid_model.h"
+#include "model/shard_plan.h"
 
 namespace pagellm {
 namespace {
 
 class QwenCausalLm final : public CausalLm {
  public:
-  explicit QwenCausalLm(std::unique_ptr<QwenModel> model) : model_(std::move(model)) {}
+  explicit QwenCausalLm(std::unique_ptr<QwenModel> model, std::shared_ptr<const ModelWeights> weights = nullptr)
+      : weights_(std::move(weights)), model_(std::move(model)) {}
   const ModelConfig& config() const override { return model_->config(); }
   KvCacheSpec MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const override {
     return model_->MakeKvCacheSpec(num_blocks, block_size, dtype);
@@ -27,6 +29,7 @@ class QwenCausalLm final : public CausalLm {
   }
 
  private:
+  std::shared_ptr<const ModelWeights> weights_;  // a shard's sliced weights, when sharded (outlive the model)
   std::unique_ptr<QwenModel> model_;
 };
 
@@ -105,6 +108,29 @@ StatusOr<std::unique_ptr<CausalLm>> CreateCausalLm(const ModelConfig& config, co
   }
   PAGELLM_ASSIGN_OR_RETURN(auto model, QwenModel::Create(config, weights, backend, max_num_tokens, linear_options));
   return std::unique_ptr<CausalLm>(new QwenCausalLm(std::move(model)));
+}
+
+StatusOr<std::unique_ptr<CausalLm>> CreateShardedCausalLm(const ModelConfig& config, const ModelWeights& weights,
+                                                          Backend& backend, int32_t max_num_tokens,
+                                                          const LinearOptions& linear_options,
+                                                          dist::Communicator& comm, int64_t* shard_bytes) {
+  PAGELLM_ASSIGN_OR_RETURN(ShardedModel shard,
+                           ShardModel(config, weights, ShardSpec{.rank = comm.rank(), .size = comm.world_size()}));
+  *shard_bytes = shard.weight_bytes;
+  const TensorParallelism tp{.comm = &comm, .lm_head_rows = shard.lm_head_rows};
+  // The model keeps views into the shard's weights: the adapter owns them.
+  auto owned = std::make_shared<ModelWeights>(std::move(shard.weights));
+  PAGELLM_ASSIGN_OR_RETURN(auto model,
+                           QwenModel::Create(shard.config, *owned, backend, max_num_tokens, linear_options, tp));
+  return std::unique_ptr<CausalLm>(new QwenCausalLm(std::move(model), std::move(owned)));
+}
+
+Status SendDistPlan(dist::Communicator& comm, DistPlan plan) { return comm.Broadcast(&plan, sizeof(plan), 0); }
+
+StatusOr<DistPlan> ReceiveDistPlan(dist::Communicator& comm) {
+  DistPlan plan;
+  PAGELLM_RETURN_IF_ERROR(comm.Broadcast(&plan, sizeof(plan), 0));
+  return plan;
 }
 
 }  // namespace pagellm

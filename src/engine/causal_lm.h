@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "common/status.h"
+#include "dist/communicator.h"
 #include "model/config.h"
 #include "model/weights.h"
 #include "runner/model_runner.h"
@@ -27,6 +28,24 @@ namespace pagellm {
 StatusOr<std::unique_ptr<CausalLm>> CreateCausalLm(const ModelConfig& config, const ModelWeights& weights,
                                                    Backend& backend, int32_t max_num_tokens,
                                                    const LinearOptions& linear_options);
+
+// Tensor parallel: shards `weights` for comm.rank() of comm.world_size()
+// (model/shard_plan.h) and builds that rank's model, whose Forward takes part in the
+// group's collectives. `shard_bytes` receives the shard's weight bytes.
+StatusOr<std::unique_ptr<CausalLm>> CreateShardedCausalLm(const ModelConfig& config, const ModelWeights& weights,
+                                                          Backend& backend, int32_t max_num_tokens,
+                                                          const LinearOptions& linear_options,
+                                                          dist::Communicator& comm, int64_t* shard_bytes);
+
+// What rank 0 tells the other ranks once its memory plan is made: their KV cache
+// (their own KV heads, same block count).
+struct DistPlan {
+  int64_t num_blocks = 0;  // including the block pool's null block
+  int32_t block_size = 0;
+  int32_t kv_dtype = 0;    // DType
+};
+Status SendDistPlan(dist::Communicator& comm, DistPlan plan);
+StatusOr<DistPlan> ReceiveDistPlan(dist::Communicator& comm);
 
 // Hybrid prefix-cache restores the model has performed: snapshots copied into a slot,
 // and the tokens they stood for (the restored sequence's first new position in the

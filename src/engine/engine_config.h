@@ -55,6 +55,12 @@ struct EngineConfig {
   // most doubles while prompts arrive); < 0 => off (vLLM's behaviour: the budget only).
   double max_step_latency_ms = 0.0;
   int32_t max_logprobs = 20;
+
+  // Parallelism (vLLM's --tensor-parallel-size / --distributed-executor-backend).
+  // Tensor parallel ranks each hold a shard of every layer (model/shard_plan.h); "mp"
+  // starts the other ranks as child processes of this one, on this host.
+  int32_t tensor_parallel_size = 1;
+  std::string distributed_executor_backend = "mp";
 };
 
 }  // namespace pagellm

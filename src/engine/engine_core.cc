@@ -10,8 +10,11 @@
 #include "common/logging.h"
 #include "common/mapped_file.h"
 #include "engine/causal_lm.h"
+#include "engine/dist_group.h"
+#include "runner/tp_causal_lm.h"
 #include "engine/sample_state.h"
 #include "engine/sampling_validation.h"
+#include "model/shard_plan.h"
 #include "engine/stop_checker.h"
 #include "runner/rng.h"
 #include "model/weight_binding.h"
@@ -21,7 +24,12 @@
 namespace pagellm {
 
 EngineCore::EngineCore(const EngineConfig& config) : config_(config) {}
-EngineCore::~EngineCore() = default;
+EngineCore::~EngineCore() {
+  // The workers stop on the model's kShutdown before the group reaps them.
+  runner_.reset();
+  model_.reset();
+  dist_group_.reset();
+}
 
 double EngineCore::Now() const {
   using Clock = std::chrono::steady_clock;
@@ -65,7 +73,15 @@ Status EngineCore::Init() {
   // backend is shared by the process; engines are created one at a time).
   const int64_t prepared_before = backend_->prepared_weight_bytes();
   backend_->TakeCopiedSources();  // only this model's weights below
-  PAGELLM_ASSIGN_OR_RETURN(model_, CreateCausalLm(mc, loaded_.weights, *backend_, max_tokens, linear_options));
+  if (config_.tensor_parallel_size > 1) {
+    PAGELLM_RETURN_IF_ERROR(CheckShardable(mc, config_.tensor_parallel_size));
+    PAGELLM_ASSIGN_OR_RETURN(dist_group_, DistGroup::Launch(config_));
+    PAGELLM_ASSIGN_OR_RETURN(auto shard, CreateShardedCausalLm(mc, loaded_.weights, *backend_, max_tokens,
+                                                               linear_options, dist_group_->comm(), &shard_bytes_));
+    model_ = std::make_unique<TpCausalLm>(std::move(shard), dist_group_->comm());
+  } else {
+    PAGELLM_ASSIGN_OR_RETURN(model_, CreateCausalLm(mc, loaded_.weights, *backend_, max_tokens, linear_options));
+  }
   prepared_weight_bytes_ = backend_->prepared_weight_bytes() - prepared_before;
   released_weight_bytes_ = ReleaseCopiedWeightPages();
   PAGELLM_RETURN_IF_ERROR(InitScheduler());
@@ -103,17 +119,21 @@ Status EngineCore::InitScheduler() {
   }
   KvCacheSpec one_block = model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype);
   MemoryPlanInputs in;
-  in.weight_bytes = static_cast<int64_t>(WeightBytes(loaded_.weights));
+  const int32_t tp = std::max(config_.tensor_parallel_size, 1);
+  in.weight_bytes = tp > 1 ? shard_bytes_ : static_cast<int64_t>(WeightBytes(loaded_.weights));
   in.prepared_weight_bytes = prepared_weight_bytes_;
   in.released_weight_bytes = released_weight_bytes_;
+  // Per rank: a shard's heads and MLP columns.
+  const ModelConfig& local = model_->config();
   in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *
-                       (4 * mc.hidden_size + 2 * mc.q_size() + 2 * mc.kv_size() + 2 * mc.intermediate_size) * 4;
+                       (4 * local.hidden_size + 2 * local.q_size() + 2 * local.kv_size() + 2 * local.intermediate_size) * 4;
   in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock());
   in.block_size = config_.block_size;
   in.max_model_len = max_model_len_;
   in.kv_cache_memory_bytes = config_.kv_cache_memory_bytes;
   in.memory_utilization = config_.gpu_memory_utilization;
-  in.device_memory_bytes = CpuMemoryBytes();
+  // The ranks of a tensor-parallel group share this host's memory: each plans its part.
+  in.device_memory_bytes = CpuMemoryBytes() / tp;
   // Hybrid models: GDN state slots (at most max_num_seqs) and prefix-cache snapshots are
   // sized from the same budget as the KV blocks (memory_plan.h).
   if (config_.hybrid_state_snapshot_interval < 0 || config_.hybrid_state_snapshots < 0) {
@@ -125,7 +145,12 @@ Status EngineCore::InitScheduler() {
   in.num_state_snapshots = config_.hybrid_state_snapshots;
   in.state_snapshot_interval_blocks = config_.hybrid_state_snapshot_interval;
   PAGELLM_ASSIGN_OR_RETURN(plan_, PlanMemory(in));
-  PLOG_INFO("{}", plan_.Summary());
+  PLOG_INFO("{}{}", tp > 1 ? fmt::format("per rank (tensor parallel {} of {}): ", 0, tp) : "", plan_.Summary());
+  if (dist_group_ != nullptr) {
+    PAGELLM_RETURN_IF_ERROR(SendDistPlan(dist_group_->comm(), DistPlan{.num_blocks = plan_.num_blocks + 1,
+                                                                       .block_size = config_.block_size,
+                                                                       .kv_dtype = static_cast<int32_t>(kv_dtype)}));
+  }
   if (plan_.num_state_slots > 0) {
     PAGELLM_RETURN_IF_ERROR(model_->AllocateStateSlots(plan_.num_state_slots, plan_.num_state_snapshots));
   }
@@ -215,6 +240,8 @@ void EngineCore::AbortRequest(const std::string& request_id) {
 }
 
 bool EngineCore::HasWork() const { return scheduler_->HasUnfinishedRequests(); }
+
+Status EngineCore::GroupHealth() const { return dist_group_ != nullptr ? dist_group_->Health() : OkStatus(); }
 
 EngineStats EngineCore::stats() const {
   EngineStats s = stats_;

@@ -36,6 +36,7 @@
 namespace pagellm {
 
 struct SampleState;
+class DistGroup;
 using OutputCallback = std::function<void(RequestOutput&&)>;
 
 class EngineCore {
@@ -59,6 +60,9 @@ class EngineCore {
 
   bool HasWork() const;
   Status Step();
+  // Tensor parallel: Unavailable once a worker rank has exited (any thread may ask);
+  // always OK for a single rank. A hung rank shows as a failed Step instead.
+  Status GroupHealth() const;
 
   // Logits at every prompt position ([prompt_len, vocab] row-major), computed through
   // the same scheduler and runner as generation (prompt scoring, fidelity tests).
@@ -102,7 +106,9 @@ class EngineCore {
   Backend* backend_ = nullptr;
   int64_t prepared_weight_bytes_ = 0;  // the backend's copies of this model's weights
   int64_t released_weight_bytes_ = 0;  // file pages those copies replaced (dropped from memory)
-  std::unique_ptr<CausalLm> model_;  // QwenModel or HybridModel (engine/causal_lm.h)
+  std::unique_ptr<DistGroup> dist_group_;  // tensor parallel: the worker ranks (engine/dist_group.h)
+  int64_t shard_bytes_ = 0;                // tensor parallel: this rank's weight bytes
+  std::unique_ptr<CausalLm> model_;  // QwenModel or HybridModel (engine/causal_lm.h); TpCausalLm when sharded
   std::unique_ptr<PagedKvCache> kv_cache_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Sampler> sampler_;

@@ -101,8 +101,13 @@ void LlmEngine::Loop() {
     if (!core_->HasWork()) continue;
     Status status = core_->Step();
     if (!status.ok()) PLOG_ERROR("engine step failed: {}", status.ToString());
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     stats_ = core_->stats();
+    if (status.code() == StatusCode::kUnavailable) {
+      fatal_ = status;  // the model's ranks are gone: no step can succeed again
+      cv_.wait(lock, [&] { return stop_; });
+      break;
+    }
   }
 }
 
@@ -118,6 +123,14 @@ void LlmEngine::Stop() {
 EngineStats LlmEngine::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+Status LlmEngine::Health() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fatal_.ok()) return fatal_;
+  }
+  return core_->GroupHealth();
 }
 
 bool LlmEngine::has_work() const {

@@ -44,6 +44,10 @@ class LlmEngine {
 
   EngineStats stats() const;
   bool has_work() const;
+  // OK while the engine can serve. Unavailable for good once a step failed because the
+  // tensor-parallel group broke (a rank exited or hung) or a worker rank exited: the
+  // engine stops stepping, /health answers 503, and `serve` exits non-zero.
+  Status Health() const;
   // Read-only facts about the loaded model; safe from any thread.
   const EngineCore& core() const { return *core_; }
 
@@ -68,6 +72,7 @@ class LlmEngine {
   std::vector<std::string> pending_aborts_;
   EngineStats stats_;
   int64_t num_inflight_ = 0;  // queued + in the core
+  Status fatal_;              // a step's Unavailable error: the group is broken
   bool stop_ = false;
   std::thread thread_;
 };

@@ -119,7 +119,11 @@ void OpenAiServer::Route(const std::shared_ptr<HttpExchange>& ex) {
   if (!options_.api_key.empty() && path.rfind("/v1/", 0) == 0 && req.authorization != "Bearer " + options_.api_key) {
     return RespondError(ex, MakeApiError(401, "Unauthorized: a valid API key is required (Authorization: Bearer)."));
   }
-  if (path == "/health") return ex->Respond(200, "application/json", "");
+  if (path == "/health") {
+    Status health = engine_.Health();
+    if (!health.ok()) return RespondError(ex, MakeApiError(503, health.message()));
+    return ex->Respond(200, "application/json", "");
+  }
   if (path == "/version") return RespondJson(ex, {{"version", options_.version}});
   if (path == "/metrics") {
     return ex->Respond(200, "text/plain; version=0.0.4; charset=utf-8",

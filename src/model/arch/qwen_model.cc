@@ -44,7 +44,8 @@ StatusOr<std::vector<float>> NormWeight(const TensorView& t, int64_t dim, const 
 
 StatusOr<std::unique_ptr<QwenModel>> QwenModel::Create(const ModelConfig& config, const ModelWeights& weights,
                                                        Backend& backend, int32_t max_num_tokens,
-                                                       const LinearOptions& linear_options) {
+                                                       const LinearOptions& linear_options,
+                                                       const TensorParallelism& tp) {
   const ModelConfig& c = config;
   if (c.is_hybrid()) {
     return InvalidArgumentError(fmt::format("QwenModel: {} is a hybrid model; use HybridModel", c.model_type));
@@ -63,6 +64,11 @@ StatusOr<std::unique_ptr<QwenModel>> QwenModel::Create(const ModelConfig& config
                                             c.num_hidden_layers));
   }
   std::unique_ptr<QwenModel> model(new QwenModel(config, backend, max_num_tokens, linear_options));
+  model->tp_ = tp;
+  if (model->tp_.lm_head_rows <= 0) model->tp_.lm_head_rows = c.vocab_size;
+  if (tp.comm != nullptr) {
+    model->sharded_head_ = std::make_unique<ShardedLmHead>(*tp.comm, c.vocab_size, model->tp_.lm_head_rows);
+  }
   PAGELLM_ASSIGN_OR_RETURN(model->rope_, BuildRopeTable(MakeRopeParams(c)));
   PAGELLM_RETURN_IF_ERROR(model->PrepareWeights(weights));
   PAGELLM_RETURN_IF_ERROR(model->AllocateWorkspace());
@@ -105,7 +111,7 @@ Status QwenModel::PrepareWeights(const ModelWeights& w) {
   }
   PAGELLM_ASSIGN_OR_RETURN(final_norm_, NormWeight(w.norm, h, "norm"));
   const TensorView& head = (c.tie_word_embeddings && w.lm_head.empty()) ? w.embed_tokens : w.lm_head;
-  PAGELLM_ASSIGN_OR_RETURN(lm_head_, linear(head, {}, {c.vocab_size, h}, false, "lm_head"));
+  PAGELLM_ASSIGN_OR_RETURN(lm_head_, linear(head, {}, {tp_.lm_head_rows, h}, false, "lm_head"));
   return OkStatus();
 }
 
@@ -132,7 +138,12 @@ KvCacheSpec QwenModel::MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, D
                      .num_kv_heads = config_.num_key_value_heads, .head_dim = config_.head_dim, .dtype = dtype};
 }
 
-void QwenModel::RunAttention(const Layer& layer, int64_t layer_idx, const ForwardInput& in, PagedKvCache& kv) {
+Status QwenModel::AllReduce(float* partial, int64_t num_tokens) {
+  if (tp_.comm == nullptr) return OkStatus();
+  return tp_.comm->AllReduceSum(partial, num_tokens * config_.hidden_size, DType::kF32);
+}
+
+Status QwenModel::RunAttention(const Layer& layer, int64_t layer_idx, const ForwardInput& in, PagedKvCache& kv) {
   const ModelConfig& c = config_;
   const int64_t t = in.num_tokens(), nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -154,23 +165,28 @@ void QwenModel::RunAttention(const Layer& layer, int64_t layer_idx, const Forwar
                      .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
   backend_.PagedAttention(buf_.q, cache, batch, dims, buf_.attn);  // [T, nh*hd]
   backend_.Linear(*layer.o_proj, buf_.attn, t, buf_.proj);
+  PAGELLM_RETURN_IF_ERROR(AllReduce(buf_.proj, t));
   backend_.AddInPlace(buf_.proj, t * c.hidden_size, buf_.hidden);
+  return OkStatus();
 }
 
-void QwenModel::RunMlp(const Layer& layer, int64_t t) {
+Status QwenModel::RunMlp(const Layer& layer, int64_t t) {
   const ModelConfig& c = config_;
   backend_.RmsNorm(buf_.hidden, layer.post_norm.data(), t, c.hidden_size, static_cast<float>(c.rms_norm_eps),
                    buf_.normed);
   if (layer.moe) {
     layer.moe->Forward(buf_.normed, t, buf_.proj);  // [T, H]
+    PAGELLM_RETURN_IF_ERROR(AllReduce(buf_.proj, t));
     backend_.AddInPlace(buf_.proj, t * c.hidden_size, buf_.hidden);
-    return;
+    return OkStatus();
   }
   backend_.Linear(*layer.gate_proj, buf_.normed, t, buf_.gate);  // [T, I]
   backend_.Linear(*layer.up_proj, buf_.normed, t, buf_.up);      // [T, I]
   backend_.SiluMul(buf_.gate, buf_.up, t * c.intermediate_size, buf_.gate);
   backend_.Linear(*layer.down_proj, buf_.gate, t, buf_.proj);  // [T, H]
+  PAGELLM_RETURN_IF_ERROR(AllReduce(buf_.proj, t));
   backend_.AddInPlace(buf_.proj, t * c.hidden_size, buf_.hidden);
+  return OkStatus();
 }
 
 Status QwenModel::Forward(const ForwardInput& input, PagedKvCache& kv, float* logits) {
@@ -178,8 +194,8 @@ Status QwenModel::Forward(const ForwardInput& input, PagedKvCache& kv, float* lo
   const int64_t t = input.num_tokens(), h = config_.hidden_size;
   backend_.Embedding(embed_tokens_, input.token_ids, buf_.hidden);
   for (size_t i = 0; i < layers_.size(); ++i) {
-    RunAttention(layers_[i], static_cast<int64_t>(i), input, kv);
-    RunMlp(layers_[i], t);
+    PAGELLM_RETURN_IF_ERROR(RunAttention(layers_[i], static_cast<int64_t>(i), input, kv));
+    PAGELLM_RETURN_IF_ERROR(RunMlp(layers_[i], t));
   }
   // Only the rows the sampler needs go through the final norm and lm_head.
   const int64_t num_logits = static_cast<int64_t>(input.logits_indices.size());
@@ -189,6 +205,7 @@ Status QwenModel::Forward(const ForwardInput& input, PagedKvCache& kv, float* lo
   }
   backend_.RmsNorm(buf_.normed, final_norm_.data(), num_logits, h, static_cast<float>(config_.rms_norm_eps),
                    buf_.normed);
+  if (sharded_head_ != nullptr) return sharded_head_->Run(backend_, *lm_head_, buf_.normed, num_logits, h, logits);
   if (num_logits > 0) backend_.Linear(*lm_head_, buf_.normed, num_logits, logits);
   return OkStatus();
 }

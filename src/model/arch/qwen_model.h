@@ -25,8 +25,10 @@
 
 #include "backend/backend.h"
 #include "model/arch/moe_block.h"
+#include "model/arch/sharded_lm_head.h"
 #include "model/config.h"
 #include "model/forward_input.h"
+#include "model/shard_plan.h"
 #include "model/weights.h"
 
 namespace pagellm {
@@ -37,13 +39,18 @@ class QwenModel {
   // `backend` (which must outlive the model, as must `weights`' storage).
   // `linear_options` applies to every linear layer (e.g. W8A8 with --quantization int8;
   // weights already block-quantized, like GGUF Q8_0, ignore it).
+  // With `tp.comm`, `config` and `weights` are this rank's shard (model/shard_plan.h):
+  // attention and MLP outputs are all-reduced and the logits gathered to rank 0.
   static StatusOr<std::unique_ptr<QwenModel>> Create(const ModelConfig& config, const ModelWeights& weights,
                                                      Backend& backend, int32_t max_num_tokens,
-                                                     const LinearOptions& linear_options = {});
+                                                     const LinearOptions& linear_options = {},
+                                                     const TensorParallelism& tp = {});
 
   // logits: [input.logits_indices.size(), vocab_size], row i for token row
   // logits_indices[i]. Fails with InvalidArgument on inconsistent input (sizes,
   // positions vs seq_lens, ids/slots/blocks out of range, > max_num_tokens rows).
+  // Tensor parallel: every rank calls Forward with the same input; ranks other than 0
+  // pass logits = nullptr. Unavailable when a peer rank failed.
   Status Forward(const ForwardInput& input, PagedKvCache& kv, float* logits);
 
   // A cache layout matching this model (layers, kv heads, head_dim).
@@ -78,13 +85,17 @@ class QwenModel {
   Status PrepareWeights(const ModelWeights& weights);
   Status AllocateWorkspace();
   Status ValidateInput(const ForwardInput& input, const PagedKvCache& kv) const;
-  void RunAttention(const Layer& layer, int64_t layer_idx, const ForwardInput& input, PagedKvCache& kv);
-  void RunMlp(const Layer& layer, int64_t num_tokens);
+  Status RunAttention(const Layer& layer, int64_t layer_idx, const ForwardInput& input, PagedKvCache& kv);
+  Status RunMlp(const Layer& layer, int64_t num_tokens);
+  // Sums this rank's partial [T, H] output over the tensor-parallel group (no-op alone).
+  Status AllReduce(float* partial, int64_t num_tokens);
 
   ModelConfig config_;
   Backend& backend_;
   int32_t max_num_tokens_;
   LinearOptions linear_options_;
+  TensorParallelism tp_;
+  std::unique_ptr<ShardedLmHead> sharded_head_;  // tensor parallel only
   TensorView embed_tokens_;  // [V, H]
   std::vector<Layer> layers_;
   std::vector<float> final_norm_;  // [H]

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Tensor parallelism end to end: `pagellm generate --tensor-parallel-size N` must give
+the same greedy tokens as N = 1, on qwen3-tiny dummy checkpoints made here, with
+chunked prefill (a 32-token step budget, 8-token chunks) and prefix caching (prompts
+sharing a 48-token prefix) on.
+
+usage: tp_test.py PAGELLM_BINARY WORK_DIR
+
+Tolerances: token ids must be identical. Logprobs of the chosen tokens differ only by
+the order of the fp32 sums (a TP rank sums its heads' / columns' share, the all-reduce
+adds the shares): with f32 weights and KV at most 1e-3 (measured ~1e-5), with bf16
+weights and KV at most 0.05. Ends with "N passed, N failed"; exits non-zero on failure.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+PAGELLM, WORK = sys.argv[1], sys.argv[2]
+# Two requests at a time: the later prompts find the shared prefix in the cache.
+FLAGS = ["--kv-cache-memory", str(32 << 20), "--max-model-len", "1024", "--max-num-batched-tokens", "32",
+         "--enable-chunked-prefill", "--enable-prefix-caching", "--max-num-seqs", "2"]
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+passed, failed = 0, 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {what}", flush=True)
+
+
+def run(args, timeout=120):
+    return subprocess.run([PAGELLM, *args], capture_output=True, text=True, env=ENV, timeout=timeout)
+
+
+def rows():
+    prefix = list(range(2000, 2048))
+    greedy = {"temperature": 0, "ignore_eos": True, "logprobs": 1}
+    out = [{"prompt_token_ids": prefix + [3000 + i] * (i + 1), "max_tokens": 12, **greedy} for i in range(4)]
+    out.append({"prompt": "Hello world, tell me a story about a cat", "max_tokens": 16, **greedy})
+    out.append({"prompt_token_ids": list(range(500, 590)), "max_tokens": 8, **greedy})
+    return out
+
+
+def generate(model, name, extra):
+    inp, outp = os.path.join(WORK, name + ".in.jsonl"), os.path.join(WORK, name + ".out.jsonl")
+    with open(inp, "w") as f:
+        for r in rows():
+            f.write(json.dumps(r) + "\n")
+    p = run(["generate", "--model", model, "--input", inp, "--output", outp, *FLAGS, *extra])
+    if p.returncode != 0:
+        print(f"generate {name} failed ({p.returncode}):\n{p.stderr[-3000:]}", flush=True)
+        return None, p.stderr
+    with open(outp) as f:
+        return [json.loads(line) for line in f], p.stderr
+
+
+def chosen_logprobs(r):
+    lp = r.get("logprobs")
+    if isinstance(lp, dict):
+        lp = lp.get("token_logprobs") or lp.get("content")
+    vals = []
+    for x in lp or []:
+        vals.append(x["logprob"] if isinstance(x, dict) else x)
+    return vals
+
+
+def compare(model, dtype, tol):
+    base, _ = generate(model, f"{dtype}-tp1", ["--tensor-parallel-size", "1", "--kv-cache-dtype", dtype])
+    check(base is not None, f"{dtype}: TP=1 runs")
+    for tp in (2, 4):
+        res, err = generate(model, f"{dtype}-tp{tp}", ["--tensor-parallel-size", str(tp), "--kv-cache-dtype", dtype])
+        check(res is not None, f"{dtype}: TP={tp} runs")
+        if base is None or res is None:
+            continue
+        check(f"tensor parallel {tp} of {tp}" not in err and "per rank (tensor parallel" in err,
+              f"{dtype}: TP={tp} prints the per-rank memory plan")
+        worst = 0.0
+        for i, (a, b) in enumerate(zip(base, res)):
+            check(a["token_ids"] == b["token_ids"], f"{dtype} TP={tp} row {i}: greedy tokens equal TP=1 "
+                  f"({a['token_ids']} vs {b['token_ids']})")
+            la, lb = chosen_logprobs(a), chosen_logprobs(b)
+            check(len(la) == len(a["token_ids"]) and len(lb) == len(la), f"{dtype} TP={tp} row {i}: logprobs returned")
+            worst = max([worst] + [abs(x - y) for x, y in zip(la, lb)])
+        cached = [sum(r.get("num_cached_tokens", 0) for r in x) for x in (base, res)]
+        check(cached[0] == cached[1] and cached[0] > 0, f"{dtype} TP={tp}: same prefix-cache hits as TP=1 ({cached})")
+        check(worst <= tol, f"{dtype} TP={tp}: chosen-token logprobs within {tol} of TP=1 (max diff {worst:.2e})")
+        print(f"{dtype} TP={tp}: max |logprob diff| vs TP=1 = {worst:.3e}; cached prompt tokens {cached[1]}",
+              flush=True)
+
+
+def test_errors(model):
+    p = run(["generate", "--model", model, "--prompt", "hi", "--max-tokens", "2", "--tensor-parallel-size", "3",
+             *FLAGS])
+    check(p.returncode != 0 and "num_attention_heads" in p.stderr, "TP=3 is refused naming num_attention_heads")
+    check(not [f for f in os.listdir("/dev/shm") if f.startswith("pagellm-")], "no shared-memory segment is left")
+
+
+def test_bench_throughput(model):
+    p = run(["bench", "throughput", "--model", model, "--num-prompts", "4", "--input-len", "24", "--output-len", "4",
+             "--tensor-parallel-size", "2", *FLAGS])
+    check(p.returncode == 0 and "Throughput:" in p.stdout, "bench throughput runs with --tensor-parallel-size 2")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(port, path, body=None, timeout=10):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except (urllib.error.URLError, ConnectionError, socket.timeout):
+        return None, ""
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def start_server(model, env_extra=None):
+    port = free_port()
+    env = dict(ENV, **(env_extra or {}))
+    proc = subprocess.Popen([PAGELLM, "serve", model, "--host", "127.0.0.1", "--port", str(port),
+                             "--tensor-parallel-size", "2", "--served-model-name", "m", *FLAGS], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if http(port, "/health", timeout=2)[0] == 200:
+            return proc, port
+        time.sleep(0.2)
+    proc.kill()
+    print(f"server did not start:\n{proc.stderr.read()[-2000:]}", flush=True)
+    return None, port
+
+
+def wait_exit(proc, timeout):
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+def completion(port):
+    return http(port, "/v1/completions", {"model": "m", "prompt": "Hello", "max_tokens": 4, "temperature": 0}, 30)
+
+
+def test_serve_faults(model):
+    # A killed worker: /health 503, then rank 0 exits non-zero, within seconds.
+    proc, port = start_server(model)
+    check(proc is not None, "serve --tensor-parallel-size 2 starts")
+    if proc is None:
+        return
+    status, _ = completion(port)
+    check(status == 200, "a completion is served with TP=2")
+    workers = children(proc.pid)
+    check(len(workers) == 1, f"rank 0 has one worker process ({workers})")
+    killed_at = time.time()
+    for w in workers:
+        os.kill(w, signal.SIGKILL)
+    saw_503 = False
+    while time.time() - killed_at < 5 and proc.poll() is None:
+        saw_503 = saw_503 or http(port, "/health", timeout=1)[0] == 503
+        time.sleep(0.1)
+    rc = wait_exit(proc, 10)
+    took = time.time() - killed_at
+    check(saw_503 or rc not in (None, 0), "/health answers 503 once the worker is dead")
+    check(rc not in (None, 0) and took < 8, f"rank 0 exits non-zero within seconds of a worker kill (rc {rc}, {took:.1f} s)")
+    # A hung worker (SIGSTOP): the next step times out, then the same.
+    proc, port = start_server(model, {"PAGELLM_DIST_TIMEOUT_S": "2"})
+    if proc is None:
+        check(False, "serve restarts")
+        return
+    workers = children(proc.pid)
+    for w in workers:
+        os.kill(w, signal.SIGSTOP)
+    stopped_at = time.time()
+    status, _ = completion(port)
+    rc = wait_exit(proc, 15)
+    took = time.time() - stopped_at
+    check(status != 200, f"a request during a hung worker fails ({status})")
+    check(rc not in (None, 0) and took < 12, f"rank 0 exits non-zero after a worker hang (rc {rc}, {took:.1f} s)")
+    for w in workers:
+        try:
+            os.kill(w, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    # SIGTERM drains and stops every rank.
+    proc, port = start_server(model)
+    if proc is None:
+        check(False, "serve restarts")
+        return
+    workers = children(proc.pid)
+    check(completion(port)[0] == 200, "served again after restart")
+    proc.send_signal(signal.SIGTERM)
+    rc = wait_exit(proc, 30)
+    time.sleep(0.3)
+    check(rc == 0, f"SIGTERM: rank 0 exits 0 (rc {rc})")
+    check(all(not os.path.exists(f"/proc/{w}") for w in workers), "SIGTERM: the worker ranks are gone too")
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    for dtype, tol in (("float32", 1e-3), ("bfloat16", 0.05)):
+        model = os.path.join(WORK, f"qwen3-tiny-{dtype}")
+        p = run(["make-dummy-model", "--preset", "qwen3-tiny", "--out", model, "--dtype",
+                 "f32" if dtype == "float32" else "bf16"])
+        check(p.returncode == 0, f"make-dummy-model {dtype}")
+        compare(model, dtype, tol)
+    test_errors(model)
+    test_bench_throughput(model)
+    test_serve_faults(model)
+    print(f"{passed} passed, {failed} failed", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
