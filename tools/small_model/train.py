@@ -125,7 +125,33 @@ def batch_starts(step, seed, num_tokens, batch, seq_len):
     return rng.randint(0, num_tokens - seq_len - 1, size=batch)
 
 
+IM_START, IM_END, ASSISTANT, NEWLINE = 151644, 151645, 77091, 198
+
+
+def chat_stream(train, row_of):
+    """Phase 2's data: the chat documents only (those opening with <|im_start|>), each
+    ended by <|endoftext|>, as compact rows, and a weight per target that is 1 inside an
+    assistant turn (after `<|im_start|>assistant\n`, up to its <|im_end|>) and 0 elsewhere:
+    the model learns to answer the question it is given, not to write questions."""
+    ends = np.nonzero(train == END_OF_TEXT)[0]
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    docs = [train[a:b + 1] for a, b in zip(starts, ends) if b > a and train[a] == IM_START]
+    tokens = np.concatenate(docs)
+    in_answer = np.zeros(len(tokens), dtype=np.float32)
+    inside = False
+    for i in range(3, len(tokens)):
+        if tokens[i - 3] == IM_START and tokens[i - 2] == ASSISTANT and tokens[i - 1] == NEWLINE:
+            inside = True
+        in_answer[i] = 1.0 if inside else 0.0
+        if tokens[i] == IM_END:
+            inside = False
+    return row_of[tokens], in_answer
+
+
 def lr_at(step, args):
+    if step >= args.steps:  # phase 2: cosine from lr/3 to lr/30 over the chat steps
+        t = (step - args.steps) / max(1, args.chat_steps)
+        return args.lr / 3 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
     if step < args.warmup:
         return args.lr * (step + 1) / args.warmup
     t = (step - args.warmup) / max(1, args.steps - args.warmup)
@@ -220,7 +246,12 @@ def main():
     ap.add_argument("--corpus", required=True, help="folder with train.u32 and heldout.u32")
     ap.add_argument("--work", required=True, help="checkpoint folder (resume from it)")
     ap.add_argument("--out", required=True, help="where the compact checkpoint goes")
-    ap.add_argument("--steps", type=int, default=800)
+    ap.add_argument("--steps", type=int, default=800, help="steps over all of the text")
+    # Tried once (250 steps after the 800, 2026-12-01): answer loss 4.05 -> 3.31, held-out
+    # perplexity 65 -> 108, and replies still about other APIs than asked; so off by default,
+    # which is what reproduces assets/models/pydoc-qwen3.
+    ap.add_argument("--chat-steps", type=int, default=0,
+                    help="then steps over the chat documents, loss on the answers only")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-3)
@@ -242,6 +273,7 @@ def main():
     row_of[seen_ids] = np.arange(len(seen_ids))
     log_num_unseen = math.log(VOCAB_SIZE - len(seen_ids))
     train_rows = row_of[train]
+    chat_rows, chat_weight = chat_stream(train, row_of)
     print(f"corpus: {len(train)} training tokens, {len(heldout)} heldout, {len(seen_ids)} ids with a row of their "
           f"own (>= {args.min_count} occurrences, {counts[seen_ids].sum() / len(train):.2%} of the text), +1 "
           f"shared row for the other {VOCAB_SIZE - len(seen_ids)}", flush=True)
@@ -259,35 +291,43 @@ def main():
         print(f"resumed from {ckpt_path} at step {step}", flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f} M parameters ({model.embed.numel() / 1e6:.2f} M in the compact "
-          f"embedding), {args.steps} steps of {args.batch} x {args.seq_len} tokens", flush=True)
+          f"embedding), {args.steps} + {args.chat_steps} (chat answers) steps of {args.batch} x {args.seq_len} "
+          f"tokens", flush=True)
+    total_steps = args.steps + args.chat_steps
 
     start, loss_avg = time.time() - elapsed, None
-    while step < args.steps:
+    while step < total_steps:
         t0 = time.time()
-        starts = batch_starts(step, args.seed, len(train_rows), args.batch, args.seq_len)
-        chunk = torch.from_numpy(np.stack([train_rows[s:s + args.seq_len + 1] for s in starts]))
+        rows, weight = (train_rows, None) if step < args.steps else (chat_rows, chat_weight)
+        starts = batch_starts(step, args.seed, len(rows), args.batch, args.seq_len)
+        chunk = torch.from_numpy(np.stack([rows[s:s + args.seq_len + 1] for s in starts]))
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args)
         z = model.logits(chunk[:, :-1], log_num_unseen)
-        loss = F.cross_entropy(z.reshape(-1, z.shape[-1]), chunk[:, 1:].reshape(-1))
+        nll = F.cross_entropy(z.reshape(-1, z.shape[-1]), chunk[:, 1:].reshape(-1), reduction="none")
+        if weight is None:
+            loss = nll.mean()
+        else:
+            w = torch.from_numpy(np.stack([weight[s + 1:s + args.seq_len + 1] for s in starts])).reshape(-1)
+            loss = (nll * w).sum() / w.sum().clamp(min=1.0)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
         loss_avg = loss.item() if loss_avg is None else 0.95 * loss_avg + 0.05 * loss.item()
-        progress(step, args.steps, loss_avg, args.batch * args.seq_len / (time.time() - t0), start)
-        if step % args.eval_every == 0 or step == args.steps:
+        progress(step, total_steps, loss_avg, args.batch * args.seq_len / (time.time() - t0), start)
+        if step % args.eval_every == 0 or step in (args.steps, total_steps):
             nll = evaluate(model, heldout, row_of, args.seq_len, log_num_unseen)
             history.append({"step": step, "train_loss": loss_avg, "heldout_nll": nll})
             sys.stderr.write(f"\nstep {step}: heldout perplexity {math.exp(nll):.2f}\n")
-        if step % args.save_every == 0 or step == args.steps:
+        if step % args.save_every == 0 or step in (args.steps, total_steps):
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                         "elapsed": time.time() - start, "history": history}, ckpt_path + ".tmp")
             os.replace(ckpt_path + ".tmp", ckpt_path)
     sys.stderr.write("\n")
-    stats = {"steps": args.steps, "batch": args.batch, "seq_len": args.seq_len, "lr": args.lr, "seed": args.seed,
-             "training_tokens_seen": args.steps * args.batch * args.seq_len, "corpus_tokens": int(len(train)),
+    stats = {"steps": args.steps, "chat_steps": args.chat_steps, "batch": args.batch, "seq_len": args.seq_len, "lr": args.lr, "seed": args.seed,
+             "training_tokens_seen": total_steps * args.batch * args.seq_len, "corpus_tokens": int(len(train)),
              "distinct_ids_seen": int(len(seen_ids)), "parameters_compact": int(n_params),
              "train_seconds": round(time.time() - start, 1), "threads": args.threads, "history": history}
     export_compact(model, seen_ids, args.out, stats)
