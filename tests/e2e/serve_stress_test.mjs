@@ -37,7 +37,11 @@ const cases = [
     let running = true;
     let numStreamed = 0;
     const streamers = Array.from({ length: kNumStreams }, async (_, i) => {
-      for (let k = 0; running; k++) numStreamed += (await stream(i * 1000 + k)) > 0 ? 1 : 0;
+      for (let k = 0; running; k++) {
+        // Not `numStreamed += await ...`: that reads the counter before the await and loses updates.
+        const numEvents = await stream(i * 1000 + k);
+        if (numEvents > 0) numStreamed += 1;
+      }
     });
     const paths = ["/metrics", "/health", "/version", "/v1/models"];
     const failures = [];
