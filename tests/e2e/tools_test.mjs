@@ -75,14 +75,15 @@ const cases = [
     assert.equal(s.content, ref);
     assert.equal(s.reasoning, "");
   }],
-  ["unknown parser names and tensor parallelism fail at start-up with a clear message", async () => {
+  ["unknown parser names and a tensor-parallel size that does not divide the heads fail at start-up", async () => {
     const run = (args) => spawnSync(pagellm, ["serve", model, "--port", "0", ...args], { encoding: "utf8", timeout: 60000 });
     const badParser = run(["--tool-call-parser", "nonsense"]);
     assert.notEqual(badParser.status, 0);
     assert.match(badParser.stderr, /--tool-call-parser/);
-    const tp = run(["--tensor-parallel-size", "2"]);
+    // Tensor parallelism is supported; a size that does not divide the heads is refused.
+    const tp = run(["--tensor-parallel-size", "3"]);
     assert.notEqual(tp.status, 0);
-    assert.match(tp.stderr, /tensor-parallel-size 2/);
+    assert.match(tp.stderr, /--tensor-parallel-size 3 does not divide num_attention_heads \(4\)/);
     const typo = run(["--max-model-length", "100"]);
     assert.notEqual(typo.status, 0);
     assert.match(typo.stderr, /did you mean --max-model-len\?/);
