@@ -196,11 +196,9 @@ def check_prompt(args, gguf, ids, dtype, idx, report):
 
 
 def cpu_has_flag(flag):
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                return flag in line.split(":", 1)[1].split()
-    return False
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+    from cpuinfo import cpu_has_flag as has_flag  # tests/support/cpuinfo.py
+    return has_flag(flag)
 
 
 def main():
