@@ -13,7 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
-#include "bench/sse_parser.h"
+#include "net/sse_parser.h"
 
 namespace pagellm::bench {
 namespace {

@@ -21,12 +21,22 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "bench/http_client.h"
 #include "bench/openai_stream.h"
+#include "net/http_client.h"
+#include "net/sse_parser.h"
 #include "bench/serving_metrics.h"
 #include "common/status.h"
 
 namespace pagellm::bench {
+
+// The HTTP client lives in net/ (shared with server/ and router/).
+using net::HttpPost;
+using net::HttpPostResult;
+using net::HttpTarget;
+using net::ParseBaseUrl;
+using net::ResolveTarget;
+using net::SseParser;
+using net::StreamingPost;
 
 struct LoadTarget {
   HttpTarget http;

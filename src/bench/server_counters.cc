@@ -1,7 +1,6 @@
 #include "bench/server_counters.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <limits>
 
 #include <boost/asio/connect.hpp>
@@ -17,41 +16,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-// Index just past the label set starting at text[open] == '{', or npos if unclosed.
-// Label values are quoted and may hold escaped quotes, spaces and braces.
-size_t SkipLabels(std::string_view text, size_t open) {
-  bool in_quotes = false;
-  for (size_t i = open + 1; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_quotes) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_quotes = false;
-    } else if (c == '"') {
-      in_quotes = true;
-    } else if (c == '}') {
-      return i + 1;
-    }
-  }
-  return std::string_view::npos;
-}
-
-bool ParseSampleLine(std::string_view line, std::string* name, double* value) {
-  size_t end = line.find_first_of("{ \t");
-  if (end == 0 || end == std::string_view::npos) return false;
-  *name = std::string(line.substr(0, end));
-  if (line[end] == '{') {
-    end = SkipLabels(line, end);
-    if (end == std::string_view::npos) return false;
-  }
-  const size_t start = line.find_first_not_of(" \t", end);
-  if (start == std::string_view::npos || start == end) return false;
-  const size_t stop = line.find_first_of(" \t", start);
-  const std::string token(line.substr(start, stop == std::string_view::npos ? std::string_view::npos : stop - start));
-  char* parsed_end = nullptr;
-  *value = std::strtod(token.c_str(), &parsed_end);
-  return parsed_end == token.c_str() + token.size();
-}
-
 // A counter under its exposition name (name_total) or the bare name older servers use.
 std::optional<double> FindCounter(const PrometheusSamples& samples, const std::string& name) {
   if (auto it = samples.find(name + "_total"); it != samples.end()) return it->second;
@@ -64,24 +28,6 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 }
 
 }  // namespace
-
-PrometheusSamples ParsePrometheusText(std::string_view text) {
-  PrometheusSamples samples;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos || line[first] == '#') continue;
-    std::string name;
-    double value = 0.0;
-    if (ParseSampleLine(line.substr(first), &name, &value)) samples[name] += value;
-  }
-  return samples;
-}
 
 CacheCounterDelta DiffCacheCounters(const PrometheusSamples& before, const PrometheusSamples& after) {
   CacheCounterDelta d;

@@ -19,16 +19,16 @@
 #include <string>
 #include <string_view>
 
-#include "bench/http_client.h"
+#include "net/http_client.h"
 #include "common/status.h"
+#include "metrics/prometheus_text.h"
 
 namespace pagellm::bench {
 
-// Metric name -> sum of its samples' values over all label sets. Comment lines and
-// malformed lines are skipped; histogram series appear under their own names
-// (name_bucket, name_sum, name_count).
-using PrometheusSamples = std::map<std::string, double>;
-PrometheusSamples ParsePrometheusText(std::string_view text);
+// The parser lives in metrics/ (the router reads its workers' /metrics too).
+using metrics::ParsePrometheusText;
+using metrics::PrometheusSamples;
+using net::HttpTarget;
 
 // Prefix used to pick the hybrid-state (GDN snapshot and slot) metrics out of a scrape.
 inline constexpr std::string_view kHybridStateMetricPrefix = "pagellm:hybrid_state_";

@@ -3,6 +3,11 @@
 #include <cstdio>
 
 namespace pagellm::cli {
+
+// router_command.cc (declared here rather than in commands.h, which every command
+// includes: one more subcommand should not rebuild them all).
+void RegisterRouterCommand(CLI::App& app);
+
 namespace {
 int g_exit_code = 0;
 }  // namespace
@@ -15,6 +20,7 @@ void RegisterAllCommands(CLI::App& app) {
   RegisterChatTemplateCommand(app);
   RegisterLogitsCommand(app);
   RegisterServeCommand(app);
+  RegisterRouterCommand(app);
   RegisterConvertCommand(app);
   RegisterBenchCommand(app);
   RegisterDistWorkerCommand(app);

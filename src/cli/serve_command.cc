@@ -16,7 +16,7 @@
 #include "common/logging.h"
 #include "engine/llm_engine.h"
 #include "server/closest_name.h"
-#include "server/http_server.h"
+#include "net/http_server.h"
 #include "server/openai_server.h"
 #include "server/response_parser.h"
 
@@ -92,10 +92,11 @@ Status WaitForSignal(LlmEngine& engine, server::OpenAiServer& api, bool log_stat
   }
 }
 
-// Drain: refuse new requests, close the listener, let running ones finish.
-void Drain(server::HttpServer& http, server::OpenAiServer& api, double timeout_s) {
+// Drain: answer new requests (and /health) with 503, let running ones finish, then
+// close the listener. It stays open while draining so a load balancer or router sees
+// 503 on /health, not a refused connection it might take for a crash.
+void Drain(net::HttpServer& http, server::OpenAiServer& api, double timeout_s) {
   api.BeginDrain();
-  http.StopAccepting();
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -124,6 +125,7 @@ void Drain(server::HttpServer& http, server::OpenAiServer& api, double timeout_s
       return;
     }
   }
+  http.StopAccepting();
   if (api.num_inflight() > 0) PLOG_WARN("shutdown timeout: aborting {} requests", api.num_inflight());
 }
 
@@ -151,12 +153,12 @@ Status RunServe(ServeFlags& f) {
   options.chat_template_content_format = f.chat_template_content_format;
   options.version = PAGELLM_VERSION;
   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<server::OpenAiServer> api, server::OpenAiServer::Create(*engine, options));
-  server::HttpServerOptions http_options;
+  net::HttpServerOptions http_options;
   http_options.host = f.host;
   http_options.port = f.port;
   http_options.num_threads = f.http_threads;
-  auto http = std::make_unique<server::HttpServer>(http_options,
-                                                   [&api](std::shared_ptr<server::HttpExchange> ex) { api->Handle(ex); });
+  auto http = std::make_unique<net::HttpServer>(http_options,
+                                                   [&api](std::shared_ptr<net::HttpExchange> ex) { api->Handle(ex); });
   PAGELLM_RETURN_IF_ERROR(http->Start());
   engine->Start();
   PLOG_INFO("serving model '{}' ready on http://{}:{}", options.served_model_name, f.host, http->port());

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "server/api_error.h"
+#include "net/api_error.h"
 #include "server/response_format.h"
 
 namespace pagellm::server {
@@ -129,11 +129,18 @@ void GenerationJob::StreamDelta(int32_t choice_idx, const RequestOutput& d) {
     lp = EmptyCompletionLogprobs();
     AppendCompletionLogprobs(tok_, d.logprobs, &c.text_offset, &lp);
   }
-  if (text.empty() && !d.finished && d.logprobs.empty()) return;
+  bool ids = spec_.stream.return_token_ids;
+  if (text.empty() && !d.finished && d.logprobs.empty() && !(ids && (first || !d.new_token_ids.empty()))) return;
   OrderedJson chunk = ChunkBase();
-  chunk["choices"] = OrderedJson::array({{{"index", choice_idx}, {"text", text}, {"logprobs", lp},
-                                          {"finish_reason", d.finished ? OrderedJson(c.finish_reason) : OrderedJson()},
-                                          {"stop_reason", StopReasonJson(c)}}});
+  OrderedJson choice = {{"index", choice_idx}, {"text", text}, {"logprobs", lp},
+                        {"finish_reason", d.finished ? OrderedJson(c.finish_reason) : OrderedJson()},
+                        {"stop_reason", StopReasonJson(c)}};
+  if (ids) {
+    size_t prompt = static_cast<size_t>(choice_idx / spec_.n);
+    if (first && prompt < spec_.prompt_token_ids.size()) choice["prompt_token_ids"] = spec_.prompt_token_ids[prompt];
+    choice["token_ids"] = d.new_token_ids;
+  }
+  chunk["choices"] = OrderedJson::array({std::move(choice)});
   if (spec_.stream.include_usage && spec_.stream.continuous_usage_stats) chunk["usage"] = Usage();
   exchange_->Write(SseEvent(chunk));
 }
@@ -146,6 +153,11 @@ void GenerationJob::StreamChatDelta(int32_t choice_idx, const RequestOutput& d, 
     OrderedJson choice = {{"index", choice_idx}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)},
                           {"finish_reason", std::move(finish)}};
     if (has_finish) choice["stop_reason"] = StopReasonJson(c);
+    if (spec_.stream.return_token_ids) {
+      if (first && !spec_.prompt_token_ids.empty()) chunk["prompt_token_ids"] = spec_.prompt_token_ids[0];
+      choice["token_ids"] = first ? OrderedJson::array() : OrderedJson(d.new_token_ids);
+      first = false;
+    }
     chunk["choices"] = OrderedJson::array({std::move(choice)});
     if (spec_.stream.include_usage && spec_.stream.continuous_usage_stats) chunk["usage"] = Usage();
     exchange_->Write(SseEvent(chunk));
@@ -172,7 +184,8 @@ void GenerationJob::StreamChatDelta(int32_t choice_idx, const RequestOutput& d, 
   if (spec_.logprobs && !d.logprobs.empty()) lp = {{"content", ChatLogprobs(tok_, d.logprobs)}};
   OrderedJson finish = nullptr;
   if (d.finished) finish = c.saw_tool_calls && c.finish_reason == "stop" ? "tool_calls" : c.finish_reason;
-  if (delta.empty() && lp.is_null() && finish.is_null()) return;
+  bool ids = spec_.stream.return_token_ids && !d.new_token_ids.empty();
+  if (delta.empty() && lp.is_null() && finish.is_null() && !ids) return;
   emit(std::move(delta), std::move(lp), std::move(finish));
 }
 

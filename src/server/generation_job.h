@@ -22,12 +22,21 @@
 
 #include "common/json.h"
 #include "engine/llm_engine.h"
-#include "server/http_server.h"
+#include "net/api_error.h"
+#include "net/http_server.h"
 #include "server/openai_request.h"
 #include "server/response_parser.h"
 #include "server/server_metrics.h"
 
 namespace pagellm::server {
+
+// HTTP and OpenAI's error shape live in net/ (shared with bench/ and router/).
+using net::ApiError;
+using net::ApiErrorBody;
+using net::ApiErrorFromStatus;
+using net::HttpExchange;
+using net::HttpRequest;
+using net::MakeApiError;
 
 struct JobSpec {
   bool chat = true;            // chat.completion vs text_completion shapes
@@ -39,6 +48,7 @@ struct JobSpec {
   bool logprobs = false;       // chat: logprobs=true; completions: logprobs given
   std::vector<std::string> echo_texts;  // completions with echo: per prompt
   ParserOptions parser;        // chat only: reasoning / tool-call parsing
+  std::vector<std::vector<int32_t>> prompt_token_ids;  // per prompt, for return_token_ids
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {

@@ -56,6 +56,7 @@ void OpenAiServer::HandleChat(const std::shared_ptr<HttpExchange>& ex, const Ord
   spec.n = req.params.n;
   spec.stream = req.stream;
   spec.logprobs = req.logprobs;
+  if (req.stream.return_token_ids) spec.prompt_token_ids = {ids};
   spec.parser.reasoning_parser = options_.reasoning_parser;
   spec.parser.tools_enabled = has_tools && req.tool_choice == "auto";
   if (spec.parser.tools_enabled) spec.parser.tool_parser = options_.tool_call_parser;
@@ -94,6 +95,7 @@ void OpenAiServer::HandleCompletion(const std::shared_ptr<HttpExchange>& ex, con
   spec.n = req.params.n;
   spec.stream = req.stream;
   spec.logprobs = req.logprobs.has_value();
+  if (req.stream.return_token_ids) spec.prompt_token_ids = prompt_ids;
   ++num_inflight_;
   auto job = std::make_shared<GenerationJob>(std::move(spec), ex, engine_, metrics_, [this] { --num_inflight_; });
   std::string base = NextId("cmpl");

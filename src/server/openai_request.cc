@@ -109,6 +109,7 @@ Status ParseLogitBias(const OrderedJson& body, SamplingParams* p) {
 
 Status ParseStreamOptions(const OrderedJson& body, StreamOptions* s) {
   PAGELLM_RETURN_IF_ERROR(ReadBool(body, "stream", &s->stream));
+  PAGELLM_RETURN_IF_ERROR(ReadBool(body, "return_token_ids", &s->return_token_ids));
   if (!Present(body, "stream_options")) return OkStatus();
   const OrderedJson& o = body["stream_options"];
   if (!o.is_object()) return TypeError("stream_options", "an object");

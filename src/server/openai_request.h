@@ -26,6 +26,9 @@ struct StreamOptions {
   bool stream = false;
   bool include_usage = false;           // a final chunk with usage and no choices
   bool continuous_usage_stats = false;  // usage in every chunk (vLLM extension)
+  // vLLM's return_token_ids (streaming): each choice carries its new `token_ids`, the
+  // first chunk the `prompt_token_ids` (what lets a router resume a stream elsewhere).
+  bool return_token_ids = false;
 };
 
 struct ChatRequest {

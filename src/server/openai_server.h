@@ -20,8 +20,9 @@
 #include "chat/chat_template.h"
 #include "common/json.h"
 #include "engine/llm_engine.h"
-#include "server/api_error.h"
-#include "server/http_server.h"
+#include "net/api_error.h"
+#include "net/http_server.h"
+#include "server/generation_job.h"
 #include "server/openai_request.h"
 #include "server/server_metrics.h"
 

@@ -31,9 +31,14 @@ export function makeTinyModel(pagellm, preset = "qwen3-tiny") {
 
 // Starts `pagellm serve MODEL ...args`; resolves {proc, port, url, log(), exited}.
 export function startServer(pagellm, model, args = [], timeoutMs = 60000) {
-  const proc = spawn(pagellm, ["serve", model, "--host", "127.0.0.1", "--port", "0", "--kv-cache-memory",
-    String(64 << 20), "--max-model-len", "2048", "--served-model-name", "tiny", ...args],
-  { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, OMP_NUM_THREADS: "2" } });
+  return startProcess(pagellm, ["serve", model, "--host", "127.0.0.1", "--port", "0", "--kv-cache-memory",
+    String(64 << 20), "--max-model-len", "2048", "--served-model-name", "tiny", ...args], timeoutMs);
+}
+
+// Starts `pagellm ...args` (a server that logs "ready on http://HOST:PORT"); resolves
+// {proc, port, url, log(), exited}. The process is killed when the test exits.
+export function startProcess(pagellm, args, timeoutMs = 60000) {
+  const proc = spawn(pagellm, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, OMP_NUM_THREADS: "2" } });
   children.add(proc);
   let log = "";
   const exited = new Promise((resolve) => proc.on("exit", (code, signal) => { children.delete(proc); resolve({ code, signal }); }));

@@ -1,10 +1,10 @@
-#include "server/api_error.h"
+#include "net/api_error.h"
 
 #include <gtest/gtest.h>
 
 #include "common/json.h"
 
-namespace pagellm::server {
+namespace pagellm::net {
 namespace {
 
 TEST(ApiErrorTest, InvalidArgumentBecomes400WithParam) {
@@ -34,4 +34,4 @@ TEST(ApiErrorTest, StatusCodesMap) {
 }
 
 }  // namespace
-}  // namespace pagellm::server
+}  // namespace pagellm::net

@@ -15,10 +15,10 @@
 
 #include <gtest/gtest.h>
 
-#include "server/http_server.h"
-#include "server/http_test_socket.h"
+#include "net/http_server.h"
+#include "net/http_test_socket.h"
 
-namespace pagellm::server {
+namespace pagellm::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -174,4 +174,4 @@ TEST(HttpServerStressTest, EveryGetIsAnsweredWhileManyStreamsRun) {
 }
 
 }  // namespace
-}  // namespace pagellm::server
+}  // namespace pagellm::net

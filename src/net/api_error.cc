@@ -1,10 +1,10 @@
-#include "server/api_error.h"
+#include "net/api_error.h"
 
 #include <cctype>
 
 #include "common/json.h"
 
-namespace pagellm::server {
+namespace pagellm::net {
 
 ApiError MakeApiError(int http_status, std::string message, std::string param) {
   return {http_status, std::move(message), std::move(param)};
@@ -72,4 +72,4 @@ std::string ApiErrorBody(const ApiError& error) {
   return body.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
 }
 
-}  // namespace pagellm::server
+}  // namespace pagellm::net

@@ -39,7 +39,7 @@
 
 #include "common/status.h"
 
-namespace pagellm::server {
+namespace pagellm::net {
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
@@ -112,4 +112,4 @@ class HttpServer {
 // "HTTP/1.1 404 Not Found" reason phrases for the codes the server uses.
 const char* HttpReasonPhrase(int status);
 
-}  // namespace pagellm::server
+}  // namespace pagellm::net

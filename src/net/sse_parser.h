@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pagellm::bench {
+namespace pagellm::net {
 
 class SseParser {
  public:
@@ -33,4 +33,4 @@ class SseParser {
   bool last_was_cr_ = false;  // a \n right after \r belongs to the same line end
 };
 
-}  // namespace pagellm::bench
+}  // namespace pagellm::net

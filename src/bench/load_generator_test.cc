@@ -1,6 +1,6 @@
-// ParseBaseUrl, and the load generator's HTTP client against a small in-process server
-// that splits SSE events across HTTP chunks, answers 503, or cuts the stream.
-#include "bench/http_client.h"
+// The load generator against a small in-process server that splits SSE events across
+// HTTP chunks, answers 503, or cuts the stream.
+#include "bench/load_generator.h"
 
 #include <chrono>
 #include <string>
@@ -12,34 +12,12 @@
 #include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 
-#include "bench/load_generator.h"
-
 namespace pagellm::bench {
 namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
-
-TEST(HttpClientTest, ParseBaseUrl) {
-  auto a = ParseBaseUrl("http://127.0.0.1:8000");
-  ASSERT_TRUE(a.ok());
-  EXPECT_EQ(a->host, "127.0.0.1");
-  EXPECT_EQ(a->port, 8000);
-  EXPECT_EQ(a->path_prefix, "");
-  auto b = ParseBaseUrl("http://localhost/api/");
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->port, 80);
-  EXPECT_EQ(b->path_prefix, "/api");
-  EXPECT_EQ(b->HostHeader(), "localhost:80");
-  auto c = ParseBaseUrl("http://[::1]:9000/v");
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->host, "::1");
-  EXPECT_EQ(c->HostHeader(), "[::1]:9000");
-  for (const char* bad : {"https://x:1", "ftp://x", "127.0.0.1:8000", "http://:80", "http://x:0", "http://x:99999",
-                          "http://x:8a"})
-    EXPECT_FALSE(ParseBaseUrl(bad).ok()) << bad;
-}
 
 void WriteChunk(tcp::socket& s, const std::string& data) {
   char size[32];
@@ -81,7 +59,7 @@ void Serve(tcp::socket socket) {
   asio::write(socket, asio::buffer(std::string("0\r\n\r\n")));
 }
 
-TEST(HttpClientTest, LoadGeneratorMeasuresStreamsAndCountsFailures) {
+TEST(LoadGeneratorTest, MeasuresStreamsAndCountsFailures) {
   asio::io_context server_io;
   tcp::acceptor acceptor(server_io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   const uint16_t port = acceptor.local_endpoint().port();
@@ -124,7 +102,7 @@ TEST(HttpClientTest, LoadGeneratorMeasuresStreamsAndCountsFailures) {
   EXPECT_GE(result->duration_s, 0.18);
 }
 
-TEST(HttpClientTest, ConnectionRefusedIsAFailedRequest) {
+TEST(LoadGeneratorTest, ConnectionRefusedIsAFailedRequest) {
   asio::io_context io;
   tcp::acceptor probe(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   const uint16_t port = probe.local_endpoint().port();

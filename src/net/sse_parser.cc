@@ -1,6 +1,6 @@
-#include "bench/sse_parser.h"
+#include "net/sse_parser.h"
 
-namespace pagellm::bench {
+namespace pagellm::net {
 
 void SseParser::Feed(std::string_view bytes, std::vector<std::string>* events) {
   for (char c : bytes) {
@@ -42,4 +42,4 @@ void SseParser::ProcessLine(std::string_view line, std::vector<std::string>* eve
   has_data_ = true;
 }
 
-}  // namespace pagellm::bench
+}  // namespace pagellm::net

@@ -1,4 +1,4 @@
-#include "server/http_server.h"
+#include "net/http_server.h"
 
 #include <unistd.h>
 
@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "server/http_test_socket.h"
+#include "net/http_test_socket.h"
 
-namespace pagellm::server {
+namespace pagellm::net {
 namespace {
 
 int Connect(int port) {
@@ -126,4 +126,4 @@ TEST_F(HttpServerTest, ClientThatStopsReadingIsCancelled) {
 }
 
 }  // namespace
-}  // namespace pagellm::server
+}  // namespace pagellm::net

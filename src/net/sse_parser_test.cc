@@ -1,11 +1,11 @@
-#include "bench/sse_parser.h"
+#include "net/sse_parser.h"
 
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-namespace pagellm::bench {
+namespace pagellm::net {
 namespace {
 
 std::vector<std::string> ParseAll(const std::string& bytes) {
@@ -54,4 +54,4 @@ TEST(SseParserTest, UnterminatedEventIsDeliveredAtEnd) {
 }
 
 }  // namespace
-}  // namespace pagellm::bench
+}  // namespace pagellm::net

@@ -13,7 +13,7 @@
 
 #include "common/status.h"
 
-namespace pagellm::server {
+namespace pagellm::net {
 
 struct ApiError {
   int http_status = 400;
@@ -28,4 +28,4 @@ std::string ApiErrorBody(const ApiError& error);
 // "NotFoundError" etc. for an HTTP status.
 const char* ApiErrorType(int http_status);
 
-}  // namespace pagellm::server
+}  // namespace pagellm::net

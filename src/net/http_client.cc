@@ -1,4 +1,4 @@
-#include "bench/http_client.h"
+#include "net/http_client.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -7,7 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
-namespace pagellm::bench {
+namespace pagellm::net {
 namespace {
 
 namespace asio = boost::asio;
@@ -16,7 +16,8 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 constexpr size_t kReadChunkBytes = 16 * 1024;
-constexpr size_t kErrorBodyBytes = 512;
+constexpr size_t kErrorBodyBytes = 64 * 1024;
+constexpr size_t kErrorMessageBytes = 512;
 
 // Reads the rest of a non-200 response so its message can be reported.
 asio::awaitable<std::string> ReadErrorBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
@@ -102,19 +103,20 @@ asio::awaitable<HttpPostResult> StreamingPost(const tcp::resolver::results_type&
   }
   stream.socket().set_option(tcp::no_delay(true), ec);
 
-  http::request<http::string_body> req{http::verb::post, post.path, 11};
+  http::request<http::string_body> req{http::string_to_verb(post.method), post.path, 11};
   req.set(http::field::host, post.host_header);
   req.set(http::field::user_agent, "pagellm-bench");
-  req.set(http::field::content_type, "application/json");
-  req.set(http::field::accept, "text/event-stream");
+  if (post.method != "GET") req.set(http::field::content_type, "application/json");
+  req.set(http::field::accept, post.method == "GET" ? "*/*" : "text/event-stream");
   for (const auto& [name, value] : post.headers) req.set(name, value);
   req.body() = post.body;
-  req.prepare_payload();
+  if (post.method != "GET") req.prepare_payload();
   co_await http::async_write(stream, req, token);
   if (ec) {
     result.error = fmt::format("sending the request failed: {}", ec.message());
     co_return result;
   }
+  if (post.on_sent) post.on_sent();
 
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
@@ -129,8 +131,9 @@ asio::awaitable<HttpPostResult> StreamingPost(const tcp::resolver::results_type&
   result.status = static_cast<int>(parser.get().result_int());
   if (result.status != 200) {
     const std::string reason(parser.get().reason());
-    const std::string body = co_await ReadErrorBody(stream, buffer, parser);
-    result.error = fmt::format("HTTP {} {}: {}", result.status, reason, body);
+    result.error_body = co_await ReadErrorBody(stream, buffer, parser);
+    result.error = fmt::format("HTTP {} {}: {}", result.status, reason,
+                               result.error_body.substr(0, kErrorMessageBytes));
     co_return result;
   }
   char buf[kReadChunkBytes];
@@ -142,6 +145,11 @@ asio::awaitable<HttpPostResult> StreamingPost(const tcp::resolver::results_type&
     if (ec == http::error::need_buffer) ec = {};
     const size_t num_bytes = sizeof(buf) - parser.get().body().size;
     if (num_bytes > 0) on_body(std::string_view(buf, num_bytes));
+    if (post.cancelled != nullptr && post.cancelled->load()) {
+      result.cancelled = true;
+      result.error = "cancelled";
+      co_return result;
+    }
     if (ec) {
       result.error = fmt::format("the response stream broke: {}", ec.message());
       co_return result;
@@ -151,4 +159,4 @@ asio::awaitable<HttpPostResult> StreamingPost(const tcp::resolver::results_type&
   co_return result;
 }
 
-}  // namespace pagellm::bench
+}  // namespace pagellm::net

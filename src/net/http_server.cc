@@ -1,4 +1,4 @@
-#include "server/http_server.h"
+#include "net/http_server.h"
 
 #include <sys/socket.h>
 
@@ -13,7 +13,7 @@
 
 #include "common/logging.h"
 
-namespace pagellm::server {
+namespace pagellm::net {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -28,9 +28,14 @@ const char* HttpReasonPhrase(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
     default: return "Unknown";
   }
 }
@@ -388,8 +393,8 @@ void HttpServer::Stop() {
   threads_.clear();
 }
 
-}  // namespace pagellm::server
+}  // namespace pagellm::net
 
-namespace pagellm::server {
+namespace pagellm::net {
 int64_t HttpServer::num_active_exchanges() const { return impl_->num_active->load(); }
-}  // namespace pagellm::server
+}  // namespace pagellm::net
