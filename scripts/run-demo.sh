@@ -24,7 +24,7 @@ for _ in $(seq 1 120); do
   kill -0 $SERVER 2>/dev/null || { echo "server exited; its log:" >&2; tail -n 20 build/demo-server.log >&2; exit 1; }
   sleep 1
 done
-QUESTION=${1:-What does \`os.path.join\` do?}
+QUESTION=${1:-What does \`shutil.copyfile\` do?}
 python3 - "$PORT" "$QUESTION" <<'EOF'
 import json, sys, time, urllib.request
 port, question = sys.argv[1], sys.argv[2]

@@ -4,7 +4,8 @@
 # compact checkpoint. Resumable: run it again after an interruption and training
 # continues from WORK/checkpoint.pt.
 #   bash tools/small_model/train.sh [WORK_DIR]     (default /var/tmp/pagellm-small-model)
-# ~55 min on 2 cores (AMD EPYC Zen 4) for the default 800 steps of 8 x 256 tokens.
+# ~75 min on 2 idle cores (AMD EPYC Zen 3; 119 min when shared with other jobs) for the
+# default 800 + 1,000 steps of 8 x 256 tokens (train.py: phase 1 on all text, phase 2 on chats).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WORK=${1:-/var/tmp/pagellm-small-model}
