@@ -22,21 +22,15 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # tests/support/checks.py
+
 PAGELLM, WORK = sys.argv[1], sys.argv[2]
 # Two requests at a time: the later prompts find the shared prefix in the cache.
 FLAGS = ["--kv-cache-memory", str(32 << 20), "--max-model-len", "1024", "--max-num-batched-tokens", "32",
          "--enable-chunked-prefill", "--enable-prefix-caching", "--max-num-seqs", "2"]
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-passed, failed = 0, 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", flush=True)
+check = Checks()
 
 
 def run(args, timeout=120):
@@ -233,8 +227,7 @@ def main():
     test_errors(model)
     test_bench_throughput(model)
     test_serve_faults(model)
-    print(f"{passed} passed, {failed} failed", flush=True)
-    sys.exit(1 if failed else 0)
+    sys.exit(check.summary())
 
 
 if __name__ == "__main__":

@@ -15,19 +15,13 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # tests/support/checks.py
+
 PAGELLM, WORK = sys.argv[1], sys.argv[2]
 ENGINE_FLAGS = ["--kv-cache-memory", str(64 << 20), "--max-model-len", "2048"]
 ENV = dict(os.environ, OMP_NUM_THREADS="2", OMP_WAIT_POLICY="PASSIVE")
-passed, failed = 0, 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", flush=True)
+check = Checks()
 
 
 def run(args, expect_ok=True):
@@ -159,8 +153,7 @@ def main():
     test_generate_input(model)
     test_generate_input_errors(model)
     test_bench_throughput(model)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return check.summary()
 
 
 if __name__ == "__main__":
