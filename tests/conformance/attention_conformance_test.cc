@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "tests/conformance/conformance_util.h"
 
@@ -119,6 +120,110 @@ TEST(AttentionConformance, LongContextSplits) {
     CheckAttention(variant, DType::kF16, 2, 2, 32, 16, {{2000, 1}, {1100, 1}, {1024, 1}});  // group 1
     CheckAttention(variant, DType::kF32, 8, 2, 64, 32, {{1030, 1}, {3001, 1}});             // group 4
     CheckAttention(variant, DType::kBF16, 4, 2, 64, 16, {{1300, 1}, {90, 90}, {700, 5}, {1200, 1}});  // mixed
+  }
+}
+
+}  // namespace
+}  // namespace pagellm::conformance
+
+namespace pagellm::conformance {
+namespace {
+
+// One sequence's context in a scattered cache, and its query rows (one per position).
+struct InvarianceFixture {
+  int64_t nh, nkv, hd, block_size, len;
+  std::unique_ptr<PagedKvCache> cache;
+  std::vector<int32_t> table;
+  std::vector<float> q;  // [len, nh, hd]
+
+  InvarianceFixture(DType dtype, int64_t nh, int64_t nkv, int64_t hd, int64_t block_size, int64_t len)
+      : nh(nh), nkv(nkv), hd(hd), block_size(block_size), len(len) {
+    const int32_t blocks = static_cast<int32_t>((len + block_size - 1) / block_size);
+    KvCacheSpec spec{.num_layers = 1, .num_blocks = blocks + 8, .block_size = block_size, .num_kv_heads = nkv,
+                     .head_dim = hd, .dtype = dtype};
+    cache = std::move(*PagedKvCache::Create(spec));
+    table.resize(static_cast<size_t>(blocks));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(5));
+    std::vector<int64_t> slots;
+    for (int64_t t = 0; t < len; ++t) slots.push_back(int64_t{table[t / block_size]} * block_size + t % block_size);
+    auto k = RandomFloats(slots.size() * nkv * hd, 11), v = RandomFloats(slots.size() * nkv * hd, 12);
+    ReferenceBackend().WriteKv(k.data(), v.data(), slots, cache->layer(0));
+    q = RandomFloats(static_cast<size_t>(len * nh * hd), 13, 0.5f);
+  }
+
+  // Rows [begin, end) as one step of the sequence (seq_len = end), next to `others`
+  // decode rows of copies of the same sequence at full length; returns the first
+  // sequence's outputs.
+  std::vector<float> Step(const CpuVariant& variant, int64_t begin, int64_t end, int others = 0) const {
+    const int32_t width = static_cast<int32_t>(table.size());
+    std::vector<int32_t> tables, qsl = {0}, lens;
+    std::vector<float> rows(q.begin() + begin * nh * hd, q.begin() + end * nh * hd);
+    for (int i = 0; i <= others; ++i) {
+      tables.insert(tables.end(), table.begin(), table.end());
+      qsl.push_back(qsl.back() + static_cast<int32_t>(i == 0 ? end - begin : 1));
+      lens.push_back(static_cast<int32_t>(i == 0 ? end : len));
+      if (i > 0) rows.insert(rows.end(), q.end() - nh * hd, q.end());
+    }
+    AttentionBatch batch{.query_start_loc = qsl, .seq_lens = lens, .block_tables = tables, .max_blocks_per_seq = width};
+    AttentionDims dims{.num_heads = nh, .num_kv_heads = nkv, .head_dim = hd,
+                       .scale = 1.0f / std::sqrt(static_cast<float>(hd))};
+    std::vector<float> out(rows.size(), NAN);
+    CpuBackend(variant.options).PagedAttention(rows.data(), cache->layer(0), batch, dims, out.data());
+    out.resize(static_cast<size_t>((end - begin) * nh * hd));
+    return out;
+  }
+};
+
+// A row's attention output is bit-identical however the step that carries it is made:
+// the whole prefill, prefill chunks of any size after cached context, one decode step,
+// and next to other sequences. This is what keeps greedy decoding and logprobs
+// unchanged by chunked prefill, prefix caching, preemption and a router's resume.
+TEST(AttentionInvariance, RowsDoNotDependOnChunkingOrBatch) {
+  for (const CpuVariant& variant : CpuVariants()) {
+    if (variant.name.find("_default") == std::string::npos) continue;
+    for (auto [nh, nkv, hd, bs] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{16, 8, 128, 16}, {8, 1, 64, 16},
+                                   {4, 2, 64, 32}, {32, 4, 64, 16}}) {
+      InvarianceFixture f(DType::kBF16, nh, nkv, hd, bs, 61);
+      const std::vector<float> whole = f.Step(variant, 0, f.len);
+      const size_t row = static_cast<size_t>(nh * hd);
+      auto expect_rows = [&](const std::vector<float>& got, int64_t begin, const std::string& what) {
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(got[i], whole[static_cast<size_t>(begin) * row + i])
+              << variant.name << " nh=" << nh << " nkv=" << nkv << " " << what << " row " << begin + int64_t(i / row);
+        }
+      };
+      for (int64_t chunk : {1, 2, 3, 5, 7, 13}) {
+        for (int64_t b = 0; b < f.len; b += chunk) {
+          expect_rows(f.Step(variant, b, std::min(f.len, b + chunk)), b, "chunk " + std::to_string(chunk));
+        }
+      }
+      expect_rows(f.Step(variant, 40, 45, /*others=*/3), 40, "chunk next to 3 decodes");
+    }
+  }
+}
+
+// Contexts longer than one segment (512 tokens): a decode row alone is cut into context
+// splits across threads (flash-decoding), beside 15 other sequences it is not, and in a
+// prefill it never is; all three give the same bits.
+TEST(AttentionInvariance, LongContextDecodeSplitsDoNotChangeRows) {
+  for (const CpuVariant& variant : CpuVariants()) {
+    if (variant.name.find("_default") == std::string::npos) continue;
+    for (auto [nh, nkv, bs, len] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{16, 8, 16, 1300}, {8, 1, 32, 1100}}) {
+      InvarianceFixture f(DType::kBF16, nh, nkv, /*hd=*/64, bs, len);
+      const std::vector<float> whole = f.Step(variant, 0, f.len);
+      const size_t row = static_cast<size_t>(nh * 64);
+      auto expect_row = [&](const std::vector<float>& got, int64_t pos, const std::string& what) {
+        for (size_t i = 0; i < row; ++i) {
+          ASSERT_EQ(got[i], whole[static_cast<size_t>(pos) * row + i]) << variant.name << " " << what << " pos " << pos;
+        }
+      };
+      for (int64_t pos : {int64_t{511}, int64_t{512}, int64_t{1025}, len - 1}) {
+        expect_row(f.Step(variant, pos, pos + 1), pos, "decode alone");
+      }
+      expect_row(f.Step(variant, len - 1, len, /*others=*/15), len - 1, "decode beside 15");
+      expect_row(f.Step(variant, len - 37, len), len - 37, "chunk after cached context");
+    }
   }
 }
 
