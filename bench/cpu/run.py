@@ -5,7 +5,8 @@
         [--work /tmp/pagellm-bench] [--ctx-len 8192] [--only bf16,int8,q8_0] [--json out.json]
 
 Builds the checkpoint once (`pagellm make-dummy-model --preset qwen3-0.6b`), converts it with
-`pagellm convert --outtype f16|bf16|q8_0`, measures the machine's ceilings (bench/cpu/ceilings.c:
+`pagellm convert --outtype f16|bf16|q8_0` (row q4_k_m: llama.cpp's own quantizer on the F16 file,
+tests/parity/llama_quantize.py), measures the machine's ceilings (bench/cpu/ceilings.c:
 DRAM read bandwidth, vdpbf16ps peak) and then, for each precision row and case, runs pagellm
 (`pagellm bench throughput`) and llama.cpp (bench/cpu/llama_cpp_bench.mjs), 2 threads each:
   prefill  1 prompt of 512 tokens, 1 generated          -> prompt tokens/s
@@ -53,7 +54,12 @@ ROWS = {
                      "env": {"PAGELLM_Q8_0_REPACK": "0"}},
     "q8_0-gemv": {"model": "q8_0", "flags": [], "llama": [], "weight_bytes": "q8_0",
                   "env": {"PAGELLM_Q8_0_REPACK": "0", "PAGELLM_Q8_0_GEMM": "0"}},
+    # llama.cpp's own quantizer on the F16 file (tests/parity/llama_quantize.py); both engines
+    # read that one file. Ceiling bytes per token = the file's size.
+    "q4_k_m": {"model": "q4_k_m", "flags": [], "llama": ["q4_k_m"], "weight_bytes": "q4_k_m"},
 }
+# Rows whose GGUF is made by llama.cpp's quantizer from the F16 file.
+LLAMA_QUANTIZED = ("q4_k_m",)
 TAKEN_CASES = ("decode", "batch")
 
 
@@ -80,6 +86,10 @@ def prepare(args):
         ggufs[t] = os.path.join(args.work, f"qwen3-0.6b-{t}.gguf")
         if not os.path.exists(ggufs[t]):
             sh([args.pagellm, "convert", hf, "--outtype", t, "--outfile", ggufs[t]])
+    for t in [t for t in LLAMA_QUANTIZED if t in args.only.split(",")]:  # ~1 min each on an idle machine
+        ggufs[t] = os.path.join(args.work, f"qwen3-0.6b-{t}.gguf")
+        if not os.path.exists(ggufs[t]):
+            sh([sys.executable, os.path.join(ROOT, "tests", "parity", "llama_quantize.py"), ggufs["f16"], ggufs[t], t])
     exe = os.path.join(args.work, "ceilings")
     sh(["gcc", "-O2", "-march=native", "-fopenmp", os.path.join(HERE, "ceilings.c"), "-o", exe])
     return hf, ggufs, exe
@@ -92,6 +102,7 @@ def model_bytes(hf, ggufs):
     bf16 = os.path.getsize(os.path.join(hf, "model.safetensors"))  # tied: embed read as lm_head
     kv_per_token = c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * c["head_dim"] * 2
     return {"bf16": bf16, "int8": bf16 / 2, "q8_0": os.path.getsize(ggufs["q8_0"]),
+            **{t: os.path.getsize(ggufs[t]) for t in LLAMA_QUANTIZED if t in ggufs},
             "kv_per_token": kv_per_token, "params": bf16 / 2,
             "embed_params": c["vocab_size"] * c["hidden_size"]}
 
@@ -231,7 +242,7 @@ def main():
     p.add_argument("--decode-len", type=int, default=128, help="tokens generated in the decode case")
     p.add_argument("--batch-len", type=int, default=64, help="tokens generated per sequence in the batch case")
     p.add_argument("--only", default="bf16,int8,q8_0",
-                   help="precision rows to run (also bf16-inplace, q8_0-inplace, q8_0-gemv)")
+                   help="precision rows to run (also bf16-inplace, q8_0-inplace, q8_0-gemv, q4_k_m)")
     p.add_argument("--cases", default="prefill,decode,batch,ctx,taken")
     p.add_argument("--json", default="", help="write every run's figures and loads here")
     p.add_argument("--skip-llama", action="store_true", help="pagellm only (e.g. to compare two pagellm builds)")
@@ -241,7 +252,7 @@ def main():
     b = model_bytes(hf, ggufs)
     ceil = json.loads(sh([ceil_exe], {"OMP_NUM_THREADS": "2", "OMP_PROC_BIND": "true"}))
     print(f"ceilings (2 threads, load {load():.2f}): {json.dumps(ceil)}", flush=True)
-    models = {"hf": hf, "q8_0": ggufs["q8_0"]}
+    models = {"hf": hf, "q8_0": ggufs["q8_0"], **{t: ggufs[t] for t in LLAMA_QUANTIZED if t in ggufs}}
     table, taken, log = [], [], []
     for row in args.only.split(","):
         for case in args.cases.split(","):

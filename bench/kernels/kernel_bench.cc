@@ -13,7 +13,8 @@
 // bf16_packed.h: one kernel for every M; the default), q8_0r (Q8_0 repacked at load,
 // q8_0_packed.h: one kernel for every M), q8_0 (read in place: GEMV for M <= 4, the
 // per-call-repacking GEMM above), q8_0v (the in-place GEMV for every M) and w8a8 (GEMV /
-// oneDNN s8). Each number is the median of --reps runs; --m 512 runs one batch size
+// oneDNN s8), q4_K / q6_K (random blocks rearranged as CpuBackend does at load,
+// kquant_packed.h; GB/s of the file's 144/256 and 210/256 bytes per weight). Each number is the median of --reps runs; --m 512 runs one batch size
 // only. Not a test: numbers depend on machine load (printed first).
 #include <immintrin.h>
 #include <omp.h>
@@ -31,6 +32,7 @@
 #include "backend/cpu/bf16_packed.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/int8_gemv.h"
+#include "backend/cpu/kquant_packed.h"
 #include "backend/cpu/q8_0_packed.h"
 #include "backend/int8_quant.h"
 #include "tensor/half.h"
@@ -88,7 +90,20 @@ struct Weights {
   std::vector<uint16_t> bf16;
   std::vector<BlockQ8_0> q8;
   TensorView bf16_view, q8_view;
+  std::vector<uint8_t> q4k, q6k;  // random block bytes with small fp16 scales (timing only)
 };
+
+// n * k / 256 random k-quant blocks whose fp16 scales (at `scale_offsets`) are 0.001.
+std::vector<uint8_t> RandomKQuant(DType dtype, int64_t n, int64_t k, std::vector<size_t> scale_offsets) {
+  std::mt19937 rng(static_cast<uint32_t>(n * 3 + k));
+  std::vector<uint8_t> b(DTypeBytes(dtype, n * k));
+  for (auto& v : b) v = static_cast<uint8_t>(rng());
+  const uint16_t d = F32ToF16(0.001f);
+  const size_t block = DTypeBytes(dtype, 256);
+  for (size_t off = 0; off < b.size(); off += block)
+    for (size_t f : scale_offsets) std::memcpy(&b[off + f], &d, 2);
+  return b;
+}
 
 Weights MakeWeights(int64_t n, int64_t k) {
   Weights w;
@@ -104,6 +119,8 @@ Weights MakeWeights(int64_t n, int64_t k) {
   }
   w.bf16_view = TensorView{w.bf16.data(), DType::kBF16, {n, k}};
   w.q8_view = TensorView{w.q8.data(), DType::kQ8_0, {n, k}};
+  w.q4k = RandomKQuant(DType::kQ4_K, n, k, {0, 2});
+  w.q6k = RandomKQuant(DType::kQ6_K, n, k, {208});
   return w;
 }
 
@@ -128,6 +145,7 @@ struct PackedRun {
   const Q8_0PackedWeight* w = nullptr;
   bool avx512 = false;
   const Bf16PackedWeight* bf16 = nullptr;  // or a bf16 weight packed as CpuBackend does
+  const KQuantPackedWeight* kq = nullptr;   // or a k-quant weight rearranged as CpuBackend does
 };
 
 // One cold Linear call: `flush_bytes` of `flush_ptr` are clflushed (or the whole cache
@@ -138,6 +156,7 @@ Timing TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>&
   auto run = [&] {
     if (packed.w != nullptr) RunQ8_0Packed(*packed.w, x.data(), m, nullptr, y.data(), packed.avx512);
     else if (packed.bf16 != nullptr) RunBf16Packed(*packed.bf16, x.data(), m, nullptr, y.data(), packed.avx512);
+    else if (packed.kq != nullptr) RunKQuantPacked(*packed.kq, x.data(), m, nullptr, y.data(), packed.avx512);
     else be.Linear(w, x.data(), m, y.data());
   };
   run();  // warm-up: primitive creation, page faults
@@ -148,6 +167,8 @@ Timing TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>&
       Flush(packed.w->d.get(), static_cast<size_t>(packed.w->num_strips * packed.w->nb * kQ8_0PackRows * 2));
     } else if (packed.bf16 != nullptr) {
       Flush(packed.bf16->data.get(), static_cast<size_t>(packed.bf16->owned_bytes()));
+    } else if (packed.kq != nullptr) {
+      Flush(packed.kq->data.get(), static_cast<size_t>(packed.kq->owned_bytes()));
     } else if (flush_ptr != nullptr) {
       Flush(flush_ptr, flush_bytes);
     } else {
@@ -212,6 +233,10 @@ int main(int argc, char** argv) {
     const PackedRun packed_run{packed.get(), be.options().isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni()};
     const auto bf16_packed = Bf16PackedWeight::Pack(w.bf16.data(), s.n, s.k);  // as CpuBackend does
     const PackedRun bf16_run{.avx512 = be.options().isa == CpuIsa::kAvx512, .bf16 = bf16_packed.get()};
+    const bool vnni = be.options().isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
+    const auto q4k = KQuantPackedWeight::Pack(DType::kQ4_K, w.q4k.data(), s.n, s.k);
+    const auto q6k = KQuantPackedWeight::Pack(DType::kQ6_K, w.q6k.data(), s.n, s.k);
+    const PackedRun q4k_run{.avx512 = vnni, .kq = q4k.get()}, q6k_run{.avx512 = vnni, .kq = q6k.get()};
     const double elems = static_cast<double>(s.n * s.k);
     struct Kind { const char* name; CpuBackend* be; const LinearWeight* w; const void* data; double bytes_per_elem; };
     // bf16 GEMV and q8_0 read the views in place (clflush them); q8_0r runs a packed copy
@@ -222,7 +247,9 @@ int main(int argc, char** argv) {
                                {"q8_0r", &repack_be, wr->get(), nullptr, 34.0 / 32.0},
                                {"q8_0", &be, wq->get(), w.q8.data(), 34.0 / 32.0},
                                {"q8_0v", &gemv_be, wv->get(), w.q8.data(), 34.0 / 32.0},
-                               {"w8a8", &be, wi->get(), nullptr, 1.0}};
+                               {"w8a8", &be, wi->get(), nullptr, 1.0},
+                               {"q4_K", &be, wb->get(), nullptr, 144.0 / 256.0},
+                               {"q6_K", &be, wb->get(), nullptr, 210.0 / 256.0}};
     for (int64_t m : {1, 8, 16, 64, 512}) {
       if ((s.n > 100000 && m > 64) || (only_m != 0 && m != only_m)) continue;
       std::vector<float> x(static_cast<size_t>(m * s.k)), y(static_cast<size_t>(m * s.n));
@@ -232,10 +259,16 @@ int main(int argc, char** argv) {
       for (const Kind& kd : kinds) {
         if (m == 1 && kd.be == &gemv_be) continue;  // same kernel as q8_0 at M = 1
         const bool is_bf16p = std::string(kd.name) == "bf16p";
+        const std::string name = kd.name;
+        const PackedRun run = kd.be == &repack_be ? packed_run
+                              : is_bf16p          ? bf16_run
+                              : name == "q4_K"    ? q4k_run
+                              : name == "q6_K"    ? q6k_run
+                                                  : PackedRun{};
         const void* flush_ptr = (m > be.options().gemv_max_rows && kd.data == w.bf16.data()) ? nullptr : kd.data;
         const int r = m >= 64 ? std::max(3, reps / 2) : reps;
-        const Timing t = TimeCold(*kd.be, *kd.w, x, m, y, flush_ptr, static_cast<size_t>(elems * kd.bytes_per_elem), r,
-                                  kd.be == &repack_be ? packed_run : (is_bf16p ? bf16_run : PackedRun{}));
+        const Timing t =
+            TimeCold(*kd.be, *kd.w, x, m, y, flush_ptr, static_cast<size_t>(elems * kd.bytes_per_elem), r, run);
         if (m == 1) {
           std::printf("N=%6lld K=%5lld M=%3lld %-5s %8.3f ms %7.1f GB/s\n", (long long)s.n, (long long)s.k,
                       (long long)m, kd.name, t.wall * 1e3, elems * kd.bytes_per_elem / t.wall / 1e9);

@@ -57,7 +57,7 @@ void RegisterMakeDummyModelCommand(CLI::App& app) {
   auto flags = std::make_shared<MakeDummyFlags>();
   CLI::App* cmd = app.add_subcommand("make-dummy-model",
                                      "Write a model directory with a real Qwen config and random weights");
-  cmd->add_option("--preset", flags->preset, "qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-8b, qwen2-tiny, qwen3-tiny");
+  cmd->add_option("--preset", flags->preset, "qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-8b, qwen2-tiny, qwen3-tiny, qwen3-tiny-k");
   cmd->add_option("--out", flags->out, "output directory (created if missing)");
   cmd->add_option("--tokenizer", flags->tokenizer,
                   "directory with tokenizer.json + tokenizer_config.json (default: the npm Qwen3 tokenizer)");

@@ -66,6 +66,13 @@ std::string MemoryPlan::Summary() const {
                         state_snapshot_interval_blocks, state_snapshots_auto ? ", sized from memory" : "",
                         num_state_snapshots * state_bytes_per_slot / kGiB);
   }
+  // The weights' footprint next to the tensors the loader handed over (the file's bytes
+  // when they were mapped in place), so an in-place quantized file shows it has no float copy.
+  if (loaded_weight_bytes > 0) {
+    line += fmt::format("; weights in RAM {:.2f} MiB = {:.3f}x the {:.2f} MiB of loaded tensors", weight_bytes / kMiB,
+                        static_cast<double>(weight_bytes) / loaded_weight_bytes, loaded_weight_bytes / kMiB);
+  }
+  if (!weight_formats.empty()) line += "; weight formats: " + weight_formats;
   return line + fmt::format("; Maximum concurrency for {} tokens per request: {:.2f}x", max_model_len,
                             max_concurrency());
 }
@@ -146,6 +153,8 @@ StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInputs& in) {
   plan.weight_bytes = ResidentWeightBytes(in);
   plan.prepared_weight_bytes = in.prepared_weight_bytes;
   plan.released_weight_bytes = in.released_weight_bytes;
+  plan.weight_formats = in.weight_formats;
+  plan.loaded_weight_bytes = in.weight_bytes;
   plan.workspace_bytes = in.workspace_bytes;
   plan.block_size = in.block_size;
   plan.max_model_len = in.max_model_len;

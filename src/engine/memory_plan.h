@@ -51,6 +51,7 @@ struct MemoryPlanInputs {
   bool plan_state_snapshots = false;
   int32_t num_state_snapshots = 0;
   int32_t state_snapshot_interval_blocks = 0;
+  std::string weight_formats;  // per tensor group (WeightFormatSummary); logged with the plan
 };
 
 // Smallest snapshot count the automatic sizing gives, when they fit: fewer would let
@@ -72,6 +73,8 @@ struct MemoryPlan {
   int32_t num_state_snapshots = 0;
   bool state_snapshots_auto = false;  // sized from the budget, not --hybrid-state-snapshots
   int32_t state_snapshot_interval_blocks = 0;
+  std::string weight_formats;
+  int64_t loaded_weight_bytes = 0;  // MemoryPlanInputs::weight_bytes (before copies replaced pages)
 
   // Slots and snapshots together: what is taken from the budget before KV blocks.
   int64_t state_cache_bytes() const { return state_bytes_per_slot * (num_state_slots + num_state_snapshots); }

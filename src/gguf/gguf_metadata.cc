@@ -26,6 +26,9 @@ uint32_t FileType(GgmlType outtype) {
     case GgmlType::kQ5_K: return 17;  // Q5_K_M
     case GgmlType::kQ6_K: return 18;
     case GgmlType::kBF16: return 32;
+    case GgmlType::kQ5_0: return 8;     // LLAMA_FTYPE_MOSTLY_Q5_0
+    case GgmlType::kIQ4_NL: return 25;  // LLAMA_FTYPE_MOSTLY_IQ4_NL
+    case GgmlType::kIQ4_XS: return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
   }
   return 0;
 }

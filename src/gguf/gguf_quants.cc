@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tensor/half.h"
+#include "tensor/kquant_blocks.h"
 
 namespace pagellm {
 namespace {
@@ -26,89 +27,32 @@ void DequantizeQ8_0Block(const uint8_t* b, float* y) {
   for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(qs[j]) * d;
 }
 
-// Low nibbles hold values 0..15, high nibbles 16..31; both centred on 8.
 void DequantizeQ4_0Block(const uint8_t* b, float* y) {
-  const float d = LoadF16(b);
-  const uint8_t* qs = b + 2;
-  for (int j = 0; j < 16; ++j) {
-    y[j] = static_cast<float>((qs[j] & 0x0F) - 8) * d;
-    y[j + 16] = static_cast<float>((qs[j] >> 4) - 8) * d;
-  }
+  DequantizeRowQ4_0(reinterpret_cast<const BlockQ4_0*>(b), 32, y);
 }
 
-// 256 values in 4 groups of 64; each group uses 32 qs bytes (low nibbles = first 32 values,
-// high nibbles = next 32) and two of the 8 (scale, min) pairs.
 void DequantizeQ4_KBlock(const uint8_t* b, float* y) {
-  const float d = LoadF16(b);
-  const float dmin = LoadF16(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qs = b + 16;
-  for (int group = 0; group < 4; ++group) {
-    uint8_t sc_lo, m_lo, sc_hi, m_hi;
-    GetScaleMinK4(2 * group, scales, &sc_lo, &m_lo);
-    GetScaleMinK4(2 * group + 1, scales, &sc_hi, &m_hi);
-    const float d_lo = d * sc_lo, min_lo = dmin * m_lo;
-    const float d_hi = d * sc_hi, min_hi = dmin * m_hi;
-    for (int l = 0; l < 32; ++l) y[l] = d_lo * static_cast<float>(qs[l] & 0x0F) - min_lo;
-    for (int l = 0; l < 32; ++l) y[32 + l] = d_hi * static_cast<float>(qs[l] >> 4) - min_hi;
-    qs += 32;
-    y += 64;
-  }
+  DequantizeRowQ4_K(reinterpret_cast<const BlockQ4_K*>(b), kQkK, y);
 }
 
-// As Q4_K plus a 5th bit per value: value (64*group + l) takes bit 2*group of qh[l],
-// value (64*group + 32 + l) takes bit 2*group + 1.
 void DequantizeQ5_KBlock(const uint8_t* b, float* y) {
-  const float d = LoadF16(b);
-  const float dmin = LoadF16(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qh = b + 16;
-  const uint8_t* qs = b + 48;
-  for (int group = 0; group < 4; ++group) {
-    uint8_t sc_lo, m_lo, sc_hi, m_hi;
-    GetScaleMinK4(2 * group, scales, &sc_lo, &m_lo);
-    GetScaleMinK4(2 * group + 1, scales, &sc_hi, &m_hi);
-    const float d_lo = d * sc_lo, min_lo = dmin * m_lo;
-    const float d_hi = d * sc_hi, min_hi = dmin * m_hi;
-    const uint8_t bit_lo = static_cast<uint8_t>(1u << (2 * group));
-    const uint8_t bit_hi = static_cast<uint8_t>(2u << (2 * group));
-    for (int l = 0; l < 32; ++l) {
-      int q = (qs[l] & 0x0F) + ((qh[l] & bit_lo) ? 16 : 0);
-      y[l] = d_lo * static_cast<float>(q) - min_lo;
-    }
-    for (int l = 0; l < 32; ++l) {
-      int q = (qs[l] >> 4) + ((qh[l] & bit_hi) ? 16 : 0);
-      y[32 + l] = d_hi * static_cast<float>(q) - min_hi;
-    }
-    qs += 32;
-    y += 64;
-  }
+  DequantizeRowQ5_K(reinterpret_cast<const BlockQ5_K*>(b), kQkK, y);
 }
 
-// 256 values in 2 halves of 128. In a half, value (32*k + l), k = 0..3, takes its low 4 bits
-// from ql[l + 32*(k&1)] (low nibble for k < 2, high nibble otherwise), its top 2 bits from
-// qh[l] bits 2k..2k+1, and scale index (l/16) + 2k; q is centred on 32.
 void DequantizeQ6_KBlock(const uint8_t* b, float* y) {
-  const uint8_t* ql = b;
-  const uint8_t* qh = b + 128;
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = LoadF16(b + 208);
-  for (int half = 0; half < 2; ++half) {
-    for (int l = 0; l < 32; ++l) {
-      const int is = l / 16;
-      for (int k = 0; k < 4; ++k) {
-        const uint8_t low_byte = ql[l + 32 * (k & 1)];
-        const int low = (k < 2) ? (low_byte & 0x0F) : (low_byte >> 4);
-        const int high = (qh[l] >> (2 * k)) & 3;
-        const int q = (low | (high << 4)) - 32;
-        y[32 * k + l] = d * static_cast<float>(sc[is + 2 * k]) * static_cast<float>(q);
-      }
-    }
-    ql += 64;
-    qh += 32;
-    sc += 8;
-    y += 128;
-  }
+  DequantizeRowQ6_K(reinterpret_cast<const BlockQ6_K*>(b), kQkK, y);
+}
+
+void DequantizeQ5_0Block(const uint8_t* b, float* y) {
+  DequantizeRowQ5_0(reinterpret_cast<const BlockQ5_0*>(b), 32, y);
+}
+
+void DequantizeIq4NlBlock(const uint8_t* b, float* y) {
+  DequantizeRowIq4Nl(reinterpret_cast<const BlockIq4Nl*>(b), 32, y);
+}
+
+void DequantizeIq4XsBlock(const uint8_t* b, float* y) {
+  DequantizeRowIq4Xs(reinterpret_cast<const BlockIq4Xs*>(b), kQkK, y);
 }
 
 using BlockFn = void (*)(const uint8_t*, float*);
@@ -120,6 +64,9 @@ BlockFn BlockDequantizer(GgmlType type) {
     case GgmlType::kQ4_K: return DequantizeQ4_KBlock;
     case GgmlType::kQ5_K: return DequantizeQ5_KBlock;
     case GgmlType::kQ6_K: return DequantizeQ6_KBlock;
+    case GgmlType::kQ5_0: return DequantizeQ5_0Block;
+    case GgmlType::kIQ4_NL: return DequantizeIq4NlBlock;
+    case GgmlType::kIQ4_XS: return DequantizeIq4XsBlock;
     default: return nullptr;
   }
 }
@@ -138,18 +85,6 @@ Status CheckSizes(GgmlType type, std::span<const std::byte> src, int64_t num_ele
 }
 
 }  // namespace
-
-void GetScaleMinK4(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
-  // Pairs 0..3: low 6 bits of bytes j (scale) and j+4 (min). Pairs 4..7: low/high nibble of
-  // byte j+4 plus the top 2 bits of bytes j-4 (scale) and j (min) as bits 4..5.
-  if (j < 4) {
-    *scale = q[j] & 63;
-    *min = q[j + 4] & 63;
-  } else {
-    *scale = static_cast<uint8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
-    *min = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
 
 Status Dequantize(GgmlType type, std::span<const std::byte> src, int64_t num_elements, float* dst) {
   PAGELLM_RETURN_IF_ERROR(CheckSizes(type, src, num_elements));

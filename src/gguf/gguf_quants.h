@@ -1,4 +1,5 @@
-// Dequantization of GGUF tensor data (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) and the
+// Dequantization of GGUF tensor data (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS) and the
 // Q8_0 quantizer, bit-for-bit as llama.cpp defines them (ggml-common.h block layouts,
 // ggml-quants.c dequantize_row_* and quantize_row_q8_0_ref).
 //
@@ -14,6 +15,10 @@
 //   Q4_K (256 values, 144 B): d, dmin, scales[12] (8 6-bit scale/min pairs), qs[128]
 //   Q5_K (256 values, 176 B): d, dmin, scales[12], qh[32] (5th bits), qs[128]
 //   Q6_K (256 values, 210 B): ql[128], qh[64], int8 scales[16], d
+//   Q5_0 (32 values, 22 B):  d, uint32 qh (5th bits), qs[16]     x = d * (q - 16)
+//   IQ4_NL (32 values, 18 B): d, qs[16] (Q4_0 nibble order)     x = d * kIq4NlValues[q]
+//   IQ4_XS (256 values, 136 B): d, u16 scales_h, scales_l[4], qs[128]; 8 IQ4_NL-like
+//                             sub-blocks of 32 with 6-bit scales ls: x = d * (ls - 32) * kIq4NlValues[q]
 #pragma once
 
 #include <cstddef>
@@ -22,6 +27,7 @@
 
 #include "common/status.h"
 #include "gguf/gguf_types.h"
+#include "tensor/kquant_blocks.h"  // GetScaleMinK4, kIq4NlValues
 
 namespace pagellm {
 
@@ -38,8 +44,5 @@ Status DequantizeToBf16(GgmlType type, std::span<const std::byte> src, int64_t n
 // q = roundf(x * (1/d)) with the float32 (not the rounded fp16) d.
 // Precondition: num_elements % 32 == 0; `dst` holds GgmlRowBytes(kQ8_0, num_elements) bytes.
 void QuantizeQ8_0(const float* src, int64_t num_elements, std::byte* dst);
-
-// llama.cpp's get_scale_min_k4: the j-th (0..7) 6-bit scale and min of a Q4_K/Q5_K block.
-void GetScaleMinK4(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min);
 
 }  // namespace pagellm

@@ -5,6 +5,8 @@
 //   gguf_test_tool quant-vectors OUT.gguf            random blocks "raw.<type>" with our dequantized
 //                                                   "deq.<type>" (F32), and "q8_src" (F32) with our
 //                                                   QuantizeQ8_0 of it as "q8_ours"
+//   gguf_test_tool dequant TYPE IN.bin OUT.bin      raw blocks of TYPE (e.g. q4_K) -> our float32
+//                                                   values (tests/gguf/check_with_libggml.py)
 //   gguf_test_tool tiny-qwen3 OUT.gguf TOKENIZER_DIR [f32|f16|q8_0]
 //                                                   a 2-layer qwen3-shaped random model with the real
 //                                                   tokenizer metadata (for llama.cpp loading)
@@ -58,7 +60,10 @@ void FixScales(GgmlType type, std::vector<std::byte>& bytes, std::mt19937& rng) 
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
   size_t block = GgmlTypeSize(type);
   std::vector<size_t> fields;
-  if (type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0) fields = {0};
+  if (type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ5_0 ||
+      type == GgmlType::kIQ4_NL || type == GgmlType::kIQ4_XS) {
+    fields = {0};
+  }
   if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K) fields = {0, 2};
   if (type == GgmlType::kQ6_K) fields = {208};
   for (size_t b = 0; b + block <= bytes.size(); b += block) {
@@ -121,8 +126,9 @@ int WriteSample(const std::string& out, const std::string& expected_path) {
 int WriteQuantVectors(const std::string& out) {
   GgufWriter w;
   std::mt19937 rng(42);
-  const GgmlType types[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
-                            GgmlType::kF16, GgmlType::kBF16};
+  const GgmlType types[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,  GgmlType::kQ4_K,
+                            GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
+                            GgmlType::kF16,  GgmlType::kBF16};
   for (GgmlType type : types) {
     const int64_t n = 4 * 256;
     std::vector<std::byte> raw = RandomBytes(GgmlRowBytes(type, n), rng);
@@ -152,6 +158,21 @@ int WriteQuantVectors(const std::string& out) {
   return w.WriteFile(out).ok() ? 0 : 1;
 }
 
+// IN.bin holds whole blocks of `type_name`; OUT.bin gets their float32 values.
+int DequantFile(const std::string& type_name, const std::string& in, const std::string& out) {
+  StatusOr<GgmlType> type = GgmlTypeFromName(type_name);
+  StatusOr<std::string> raw = ReadFileToString(in);
+  if (!type.ok() || !raw.ok()) return 1;
+  const int64_t n = static_cast<int64_t>(raw->size() / GgmlTypeSize(*type)) * GgmlBlockSize(*type);
+  std::vector<float> deq(static_cast<size_t>(n));
+  Status s = Dequantize(*type, {reinterpret_cast<const std::byte*>(raw->data()), raw->size()}, n, deq.data());
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
+  return WriteStringToFile(out, {reinterpret_cast<const char*>(deq.data()), deq.size() * sizeof(float)}).ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int WriteTinyQwen3(const std::string& out, const std::string& tokenizer_dir, const std::string& dtype);
@@ -162,11 +183,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 3 && args[0] == "sample") return pagellm::WriteSample(args[1], args[2]);
   if (args.size() == 2 && args[0] == "quant-vectors") return pagellm::WriteQuantVectors(args[1]);
+  if (args.size() == 4 && args[0] == "dequant") return pagellm::DequantFile(args[1], args[2], args[3]);
   if ((args.size() == 3 || args.size() == 4) && args[0] == "tiny-qwen3") {
     return pagellm::WriteTinyQwen3(args[1], args[2], args.size() == 4 ? args[3] : "f16");
   }
   std::fprintf(stderr,
                "usage: gguf_test_tool sample OUT.gguf EXPECTED.json | quant-vectors OUT.gguf |\n"
+               "       dequant TYPE IN.bin OUT.bin |\n"
                "       tiny-qwen3 OUT.gguf TOKENIZER_DIR [f32|f16|q8_0]\n");
   return 2;
 }

@@ -121,6 +121,10 @@ std::vector<DummyPreset> DenseDummyPresets() {
        Qwen2Config({2, 128, 4, 2, 32, 384, 151936, 32768, true}), Qwen2GenerationConfig()},
       {"qwen3-tiny", "test shape: qwen3, 4 layers, H 64, 4/2 heads x 32, I 192, untied, q/k norms",
        Qwen3Config({4, 64, 4, 2, 32, 192, 151936, 40960, false}), Qwen3GenerationConfig()},
+      // Every matrix width a multiple of 256, so llama.cpp's k-quant recipes (Q4_K_M, Q6_K,
+      // IQ4_XS, ...) keep their 256-value types instead of falling back to Q5_0 / Q8_0.
+      {"qwen3-tiny-k", "test shape: qwen3, 2 layers, H 256, 4/2 heads x 64, I 768, untied, q/k norms",
+       Qwen3Config({2, 256, 4, 2, 64, 768, 151936, 40960, false}), Qwen3GenerationConfig()},
   };
 }
 

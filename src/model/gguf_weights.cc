@@ -21,6 +21,18 @@ bool IsFloatType(GgmlType type) {
   return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16;
 }
 
+// The GGUF types the backends compute with in place (besides Q8_0), as DTypes.
+std::optional<DType> KQuantDType(GgmlType type) {
+  if (type == GgmlType::kQ4_K) return DType::kQ4_K;
+  if (type == GgmlType::kQ5_K) return DType::kQ5_K;
+  if (type == GgmlType::kQ4_0) return DType::kQ4_0;
+  if (type == GgmlType::kQ5_0) return DType::kQ5_0;
+  if (type == GgmlType::kIQ4_NL) return DType::kIQ4_NL;
+  if (type == GgmlType::kIQ4_XS) return DType::kIQ4_XS;
+  if (type == GgmlType::kQ6_K) return DType::kQ6_K;
+  return std::nullopt;
+}
+
 // Dequantizes `info` (rows of ne[0] values) into `dst` of dtype `dst.dtype`, a chunk of
 // rows per task so the float32 scratch stays small.
 Status DequantizeInto(const GgufTensorInfo& info, const TensorView& dst) {
@@ -125,18 +137,21 @@ StatusOr<std::unique_ptr<GgufTensorSource>> GgufTensorSource::Create(std::shared
 Status GgufTensorSource::AddTensor(const GgufTensorInfo& info, const std::string& hf_name,
                                    std::optional<DType> target) {
   Entry entry;
-  PAGELLM_RETURN_IF_ERROR(MakeEntry(info, target, entry));
+  PAGELLM_RETURN_IF_ERROR(MakeEntry(info, target, entry, /*keep_kquant=*/true));
   tensors_[hf_name] = std::move(entry);
   return OkStatus();
 }
 
-Status GgufTensorSource::MakeEntry(const GgufTensorInfo& info, std::optional<DType> target, Entry& entry) {
+Status GgufTensorSource::MakeEntry(const GgufTensorInfo& info, std::optional<DType> target, Entry& entry,
+                                   bool keep_kquant) {
   entry.gguf_name = info.name;
   entry.view.shape = info.TorchShape();
-  const DType dtype = target.value_or(NaturalDType(info.type));
+  const std::optional<DType> kquant = keep_kquant && entry.view.shape.size() == 2 ? KQuantDType(info.type) : std::nullopt;
+  const DType natural = kquant.value_or(NaturalDType(info.type));
+  const DType dtype = target.value_or(natural);
   entry.view.dtype = dtype;
-  const bool in_place = IsFloatType(info.type) || info.type == GgmlType::kQ8_0;
-  if (in_place && NaturalDType(info.type) == dtype) {
+  const bool in_place = IsFloatType(info.type) || info.type == GgmlType::kQ8_0 || kquant.has_value();
+  if (in_place && natural == dtype) {
     // The reader validated size and bounds; the view aliases the mapping (read-only use).
     entry.view.data = const_cast<std::byte*>(info.data.data());
   } else {

@@ -65,7 +65,9 @@ class GgufTensorSource final : public TensorSource {
   GgufTensorSource() = default;
   Status AddTensor(const GgufTensorInfo& info, const std::string& hf_name, std::optional<DType> dtype);
   // `info` as an entry of dtype `target` (default: its natural dtype), zero-copy when possible.
-  Status MakeEntry(const GgufTensorInfo& info, std::optional<DType> target, Entry& entry);
+  // keep_kquant: a 2-D Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / IQ4_NL tensor stays in the mapping as its DType (the
+  // backends run it natively) unless `target` asks for a float dtype.
+  Status MakeEntry(const GgufTensorInfo& info, std::optional<DType> target, Entry& entry, bool keep_kquant = false);
   // Hybrid archs: every HF tensor of the file's config from the inverse plans
   // (model/gguf_hybrid_plan.h), then converted to `target` if given.
   Status AddHybridTensors(const std::string& arch, std::optional<DType> target);

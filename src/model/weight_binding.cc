@@ -137,4 +137,55 @@ uint64_t WeightBytes(const ModelWeights& weights) {
   return total;
 }
 
+namespace {
+
+// dtype -> (tensors, bytes) of one group.
+using FormatTally = std::map<DType, std::pair<int64_t, uint64_t>>;
+
+void Tally(const TensorView& v, FormatTally& t) {
+  if (v.empty()) return;
+  t[v.dtype].first += 1;
+  t[v.dtype].second += v.nbytes();
+}
+
+std::string FormatGroup(const std::string& name, const FormatTally& t) {
+  std::string out = name;
+  uint64_t bytes = 0;
+  const char* sep = " ";
+  for (const auto& [dtype, count_bytes] : t) {
+    out += fmt::format("{}{} x{}", sep, DTypeName(dtype), count_bytes.first);
+    bytes += count_bytes.second;
+    sep = " + ";
+  }
+  return out + fmt::format(" {:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+}  // namespace
+
+std::string WeightFormatSummary(const ModelWeights& weights) {
+  FormatTally embed, head, attention, mlp, other;
+  Tally(weights.embed_tokens, embed);
+  const bool tied = weights.lm_head.data == weights.embed_tokens.data;
+  if (!tied) Tally(weights.lm_head, head);
+  std::set<const TensorView*> grouped;
+  for (const LayerWeights& l : weights.layers) {
+    for (const TensorView* v : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj}) {
+      Tally(*v, attention);
+      grouped.insert(v);
+    }
+    for (const TensorView* v : {&l.gate_proj, &l.up_proj, &l.down_proj}) {
+      Tally(*v, mlp);
+      grouped.insert(v);
+    }
+  }
+  for (TensorView* v : AllViews(const_cast<ModelWeights&>(weights))) {  // read only
+    if (v != &weights.embed_tokens && v != &weights.lm_head && grouped.count(v) == 0) Tally(*v, other);
+  }
+  std::string out = FormatGroup("embed", embed) + (tied ? " (lm_head tied)" : "; " + FormatGroup("lm_head", head));
+  if (!attention.empty()) out += "; " + FormatGroup("attention", attention);
+  if (!mlp.empty()) out += "; " + FormatGroup("mlp", mlp);
+  if (!other.empty()) out += "; " + FormatGroup("other", other);
+  return out;
+}
+
 }  // namespace pagellm

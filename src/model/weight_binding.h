@@ -34,4 +34,8 @@ StatusOr<DType> ResolveDtype(const std::string& dtype, DType checkpoint_dtype);
 // Bytes of all distinct tensors (tied lm_head counted once).
 uint64_t WeightBytes(const ModelWeights& weights);
 
+// The storage formats per tensor group, for the memory plan's log line, e.g.
+// "embed q6_K x1 127.60 MiB (lm_head tied); attention q4_K x98 + q6_K x14 61.20 MiB; mlp ...; other f32 x113".
+std::string WeightFormatSummary(const ModelWeights& weights);
+
 }  // namespace pagellm

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <fmt/format.h>
 
 namespace pagellm {
@@ -16,19 +17,40 @@ size_t DTypeSize(DType dtype) {
     case DType::kI32: return 4;
     case DType::kI64: return 8;
     case DType::kU8: return 1;
-    case DType::kQ8_0:
-      std::fprintf(stderr, "DTypeSize(q8_0): block type has no per-element size; use DTypeBytes\n");
+    default:
+      std::fprintf(stderr, "DTypeSize(%s): block type has no per-element size; use DTypeBytes\n",
+                   std::string(DTypeName(dtype)).c_str());
       PAGELLM_CHECK(false);
   }
   return 0;
 }
 
-int64_t DTypeBlockSize(DType dtype) { return dtype == DType::kQ8_0 ? kQ8_0BlockElements : 1; }
+namespace {
+
+// Elements and bytes per block of the block-quantized dtypes (ggml-common.h); {1, 0} otherwise.
+std::pair<int64_t, size_t> BlockShape(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0: return {kQ8_0BlockElements, kQ8_0BlockBytes};
+    case DType::kQ4_K: return {kKQuantBlockElements, kQ4_KBlockBytes};
+    case DType::kQ6_K: return {kKQuantBlockElements, kQ6_KBlockBytes};
+    case DType::kQ5_K: return {kKQuantBlockElements, 176};
+    case DType::kQ4_0: return {32, 18};
+    case DType::kQ5_0: return {32, 22};
+    case DType::kIQ4_NL: return {32, 18};
+    case DType::kIQ4_XS: return {kKQuantBlockElements, 136};
+    default: return {1, 0};
+  }
+}
+
+}  // namespace
+
+int64_t DTypeBlockSize(DType dtype) { return BlockShape(dtype).first; }
 
 size_t DTypeBytes(DType dtype, int64_t num_elements) {
-  if (dtype == DType::kQ8_0) {
-    PAGELLM_CHECK(num_elements % kQ8_0BlockElements == 0);
-    return static_cast<size_t>(num_elements / kQ8_0BlockElements) * kQ8_0BlockBytes;
+  const auto [block, block_bytes] = BlockShape(dtype);
+  if (block > 1) {
+    PAGELLM_CHECK(num_elements % block == 0);
+    return static_cast<size_t>(num_elements / block) * block_bytes;
   }
   return static_cast<size_t>(num_elements) * DTypeSize(dtype);
 }
@@ -43,6 +65,13 @@ std::string_view DTypeName(DType dtype) {
     case DType::kI64: return "i64";
     case DType::kU8: return "u8";
     case DType::kQ8_0: return "q8_0";
+    case DType::kQ4_K: return "q4_K";
+    case DType::kQ6_K: return "q6_K";
+    case DType::kQ5_K: return "q5_K";
+    case DType::kQ4_0: return "q4_0";
+    case DType::kQ5_0: return "q5_0";
+    case DType::kIQ4_NL: return "iq4_nl";
+    case DType::kIQ4_XS: return "iq4_xs";
   }
   return "?";
 }
@@ -67,7 +96,7 @@ std::string_view DTypeToSafetensors(DType dtype) {
     case DType::kI32: return "I32";
     case DType::kI64: return "I64";
     case DType::kU8: return "U8";
-    case DType::kQ8_0: return "?";  // safetensors has no block-quantized dtype
+    default: return "?";  // safetensors has no block-quantized dtype
   }
   return "?";
 }

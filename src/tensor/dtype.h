@@ -30,22 +30,35 @@ enum class DType : uint8_t {
   kI64,
   kU8,
   kQ8_0,  // llama.cpp Q8_0 blocks {fp16 d, int8 qs[32]} (34 bytes per 32 elements)
+  kQ4_K,  // llama.cpp block_q4_K (144 bytes per 256 elements), bytes as in the GGUF file
+  kQ6_K,  // llama.cpp block_q6_K (210 bytes per 256 elements), bytes as in the GGUF file
+  kQ5_K,  // llama.cpp block_q5_K (176 bytes per 256 elements)
+  kQ4_0,  // llama.cpp block_q4_0 (18 bytes per 32 elements)
+  kQ5_0,  // llama.cpp block_q5_0 (22 bytes per 32 elements)
+  kIQ4_NL,  // llama.cpp block_iq4_nl (18 bytes per 32 elements)
+  kIQ4_XS,  // llama.cpp block_iq4_xs (136 bytes per 256 elements)
 };
 
 // Size of one llama.cpp block_q8_0 and the number of values it holds.
 inline constexpr int64_t kQ8_0BlockElements = 32;
 inline constexpr size_t kQ8_0BlockBytes = 34;
 
+// Elements and bytes of one k-quant super-block (kQ4_K, kQ6_K).
+inline constexpr int64_t kKQuantBlockElements = 256;
+inline constexpr size_t kQ4_KBlockBytes = 144;
+inline constexpr size_t kQ6_KBlockBytes = 210;
+
 // Bytes per element. Precondition: not a block type (CHECK-fails for kQ8_0; use DTypeBytes).
 size_t DTypeSize(DType dtype);
 
-// Elements per block: 1 for plain types, 32 for kQ8_0.
+// Elements per block: 1 for plain types, 32 for kQ8_0 / kQ4_0 / kQ5_0 / kIQ4_NL, 256 for the
+// k-quants and kIQ4_XS.
 int64_t DTypeBlockSize(DType dtype);
 
 // Exact bytes of `num_elements` values. Precondition: num_elements % DTypeBlockSize == 0.
 size_t DTypeBytes(DType dtype, int64_t num_elements);
 
-// Lower-case name as in safetensors/torch: "f32", "f16", "bf16", "i8", ..., "q8_0".
+// Lower-case name as in safetensors/torch: "f32", "f16", "bf16", "i8", ..., "q8_0", "q4_K", "q6_K".
 std::string_view DTypeName(DType dtype);
 
 // Parses safetensors dtype strings ("F32", "F16", "BF16", "I8", "I32", "I64", "U8").

@@ -38,6 +38,7 @@ Prints one JSON summary line; exit status 1 on failure.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -48,6 +49,8 @@ EVAL = os.path.join(HERE, "..", "gguf", "llama_cpp_eval.mjs")
 ENV = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
 ENGINE_FLAGS = ["--max-model-len", "2048"]
 # --llama-cpp-config -> (llama_cpp_eval --flash-attention, --kv-type, pagellm --kv-cache-dtype)
+# Types made by llama.cpp's quantizer instead of `pagellm convert`.
+LLAMA_QUANTIZED = ["q4_k_m", "q5_k_m", "q6_k", "q4_0", "iq4_xs"]
 CONFIGS = {"exact": ("off", "F32", "float32"), "default": ("auto", "F16", "float16")}
 
 
@@ -84,11 +87,35 @@ def pagellm_logprobs(args, model, ids, dtype, tag):
     return log_softmax(np.load(out))
 
 
-def pagellm_greedy(args, model, ids, dtype):
-    out = run([args.pagellm, "generate", "--model", model, "--prompt-ids", ",".join(map(str, ids)),
-               "--temperature", "0", "--ignore-eos", "--max-tokens", str(args.max_tokens),
-               "--output-format", "json", "--dtype", dtype] + engine_flags(args))
-    return json.loads(out.strip().splitlines()[-1])["token_ids"]
+def pagellm_greedy(args, model, ids, dtype, log=None):
+    """Greedy ids; `log`, when given, receives pagellm's stderr (the load and memory plan lines)."""
+    cmd = [args.pagellm, "generate", "--model", model, "--prompt-ids", ",".join(map(str, ids)),
+           "--temperature", "0", "--ignore-eos", "--max-tokens", str(args.max_tokens),
+           "--output-format", "json", "--dtype", dtype] + engine_flags(args)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+    if res.returncode != 0:
+        sys.exit(f"command failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr[-3000:]}")
+    if log is not None:
+        log.append(res.stderr)
+    return json.loads(res.stdout.strip().splitlines()[-1])["token_ids"]
+
+
+def check_in_place(args, gguf, log, report):
+    """Quantized files run in place: the memory plan's weights in RAM at most --max-ram-ratio
+    times the tensors loaded from the file (GGUF tensors are mapped, so those are the file's
+    bytes), and no matrix group (embed, lm_head, attention, mlp) held as a float type. Only
+    'other' (norms, 1-D tensors the file stores as F32) may be float."""
+    m = re.search(r"weights in RAM ([0-9.]+) MiB = ([0-9.]+)x the ([0-9.]+) MiB of loaded tensors; "
+                  r"weight formats: (.*?); Maximum", log)
+    if m is None:
+        report["in_place_error"] = "no 'weights in RAM ... weight formats' in pagellm's memory plan line"
+        return False
+    ram, ratio, loaded, formats = float(m.group(1)), float(m.group(2)), float(m.group(3)), m.group(4)
+    float_groups = [g for g in formats.split("; ") if not g.startswith("other")
+                    and re.search(r"\b(f32|f16|bf16)\b", g)]
+    report.update(weights_in_ram_mib=ram, loaded_tensor_mib=loaded, ram_ratio=ratio, weight_formats=formats,
+                  file_mib=round(os.path.getsize(gguf) / 2**20, 2), float_matrix_groups=float_groups)
+    return ratio <= args.max_ram_ratio and not float_groups
 
 
 def llama_cpp(args, gguf, ids, top_k=20, generate=None):
@@ -157,7 +184,10 @@ def first_divergence(a, b):
 
 
 def check_prompt(args, gguf, ids, dtype, idx, report):
-    greedy = pagellm_greedy(args, gguf, ids, dtype)
+    log = []
+    greedy = pagellm_greedy(args, gguf, ids, dtype, log)
+    if args.max_ram_ratio and idx == 0 and not check_in_place(args, gguf, log[0], report):
+        report["in_place_ok"] = False
     if args.num_valid_tokens:
         ref, bad, near = teacher_forced_greedy(args, gguf, ids, greedy)
         ref["generated"] = greedy if not bad else []
@@ -206,7 +236,8 @@ def main():
     ap.add_argument("--pagellm", required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--preset", default="qwen3-tiny")
-    ap.add_argument("--outtype", default="f16", choices=["f32", "f16", "bf16", "q8_0"])
+    ap.add_argument("--outtype", default="f16", choices=["f32", "f16", "bf16", "q8_0"] + LLAMA_QUANTIZED,
+                    help="q4_k_m / q6_k / ...: llama.cpp's own quantizer (llama_quantize.py) on pagellm's F16 file")
     ap.add_argument("--dtype", default="auto", help="pagellm --dtype for the GGUF run")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--logprob-tol", type=float, default=0.02)
@@ -217,6 +248,9 @@ def main():
                     help="tokenizer size when the lm_head has padding rows pagellm never samples (greedy is then "
                          "checked teacher-forced, see teacher_forced_greedy)")
     ap.add_argument("--llama-cpp-config", default="exact", choices=sorted(CONFIGS))
+    ap.add_argument("--max-ram-ratio", type=float, default=0.0,
+                    help="quantized files: require the weights in RAM <= this x the file's tensors and no float "
+                         "matrix (check_in_place); 0 = no check")
     ap.add_argument("--quick", action="store_true", help="only the 40-token random prompt (CTest)")
     ap.add_argument("--calibrated-on", default="",
                     help="CPU flag (from /proc/cpuinfo) of the machines this case's tolerance was measured on; "
@@ -237,11 +271,17 @@ def main():
     if not os.path.exists(os.path.join(args.model_dir, "config.json")):
         run([args.pagellm, "make-dummy-model", "--preset", args.preset, "--out", args.model_dir, "--seed", "11"])
     gguf = os.path.join(args.workdir, f"{args.preset}-{args.outtype}.gguf")
-    run([args.pagellm, "convert", args.model_dir, "--outfile", gguf, "--outtype", args.outtype])
+    if args.outtype in LLAMA_QUANTIZED:
+        f16 = os.path.join(args.workdir, f"{args.preset}-f16.gguf")
+        run([args.pagellm, "convert", args.model_dir, "--outfile", f16, "--outtype", "f16"])
+        run([sys.executable, os.path.join(HERE, "llama_quantize.py"), f16, gguf, args.outtype])
+    else:
+        run([args.pagellm, "convert", args.model_dir, "--outfile", gguf, "--outtype", args.outtype])
     report = {"preset": args.preset, "outtype": args.outtype, "dtype": args.dtype, "tol": args.logprob_tol,
               "llama_cpp_config": args.llama_cpp_config,
               "prompts": []}
     ok = all([check_prompt(args, gguf, ids, args.dtype, i, report) for i, ids in enumerate(prompts()[-1:] if args.quick else prompts())])
+    ok = ok and report.get("in_place_ok", True)
     report["ok"] = ok
     print(json.dumps(report))
     return 0 if ok else 1

@@ -16,10 +16,12 @@
 #include "backend/cpu/int8_linear.h"
 #include "backend/int8_quant.h"
 #include "backend/cpu/paged_attention_cpu.h"
+#include "backend/cpu/kquant_packed.h"
 #include "backend/cpu/q8_0_packed.h"
 #include "common/logging.h"
 #include "common/mapped_file.h"
 #include "tensor/half.h"
+#include "tensor/kquant_blocks.h"
 
 namespace pagellm {
 namespace {
@@ -37,6 +39,7 @@ class CpuLinearWeight final : public LinearWeight {
     if (w8a8 != nullptr) counted_bytes += w8a8->owned_bytes();
     if (q8_0 != nullptr) counted_bytes += q8_0->owned_bytes();
     if (bf16 != nullptr) counted_bytes += bf16->owned_bytes();
+    if (kquant != nullptr) counted_bytes += kquant->owned_bytes();
     tally = backend_tally;
     *tally += counted_bytes;
   }
@@ -46,6 +49,7 @@ class CpuLinearWeight final : public LinearWeight {
   std::unique_ptr<W8A8Weight> w8a8;   // set for LinearQuantization::kInt8 (then `dnnl` is null)
   std::unique_ptr<Q8_0PackedWeight> q8_0;  // kQ8_0 weight repacked at load; may be null
   std::unique_ptr<Bf16PackedWeight> bf16;  // kBF16 weight repacked at load; may be null
+  std::unique_ptr<KQuantPackedWeight> kquant;  // kQ4_K / kQ6_K weight rearranged at load
   std::atomic<int64_t>* tally = nullptr;
   int64_t counted_bytes = 0;
 };
@@ -120,8 +124,8 @@ CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
 
 void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) {
   const int64_t hidden = table.dim(1), vocab = table.dim(0);
-  const bool q8_0 = table.dtype == DType::kQ8_0;
-  const size_t elem = q8_0 ? 0 : DTypeSize(table.dtype);
+  const bool q8_0 = table.dtype == DType::kQ8_0, kquant = IsPackedQuant(table.dtype);
+  const size_t elem = q8_0 || kquant ? 0 : DTypeSize(table.dtype);
   const int64_t num_ids = static_cast<int64_t>(ids.size());
 #pragma omp parallel for schedule(static) if (num_ids > 1)
   for (int64_t t = 0; t < num_ids; ++t) {
@@ -130,6 +134,11 @@ void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids
     if (q8_0) {
       const auto* rows = static_cast<const BlockQ8_0*>(table.data);
       DequantizeRowQ8_0(rows + id * (hidden / kQ8_0BlockElements), hidden, out + t * hidden);
+      continue;
+    }
+    if (kquant) {
+      const auto* rows = static_cast<const std::byte*>(table.data);
+      DequantizeRowKQuant(table.dtype, rows + DTypeBytes(table.dtype, id * hidden), hidden, out + t * hidden);
       continue;
     }
     LoadRow(static_cast<const char*>(table.data) + static_cast<size_t>(id * hidden) * elem, table.dtype, hidden,
@@ -173,6 +182,13 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
                                                   ShapeToString(weight.shape)));
       }
     }
+  } else if (IsPackedQuant(weight.dtype)) {
+    // Rearranged losslessly (no float copy); the blocks stay mapped for Embedding, as Q8_0's.
+    prepared->kquant = KQuantPackedWeight::Pack(weight.dtype, weight.data, weight.dim(0), weight.dim(1));
+    if (prepared->kquant == nullptr) {
+      return ResourceExhaustedError(fmt::format("linear {}: cannot allocate the rearranged {} copy",
+                                                ShapeToString(weight.shape), DTypeName(weight.dtype)));
+    }
   } else if (options.quantization == LinearQuantization::kInt8) {
     PAGELLM_ASSIGN_OR_RETURN(prepared->w8a8, W8A8Weight::Create(weight, options_.use_dnnl));
   } else {
@@ -200,7 +216,8 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
   // Repacked (q8_0, bf16) and W8A8 weights never read the view again (oneDNN-only ones
   // still run the in-place GEMV for small M). If the view is a file mapping, its pages go
   // now, so loading a model never holds two copies of it at once.
-  if (prepared->q8_0 != nullptr || prepared->bf16 != nullptr || prepared->w8a8 != nullptr) {
+  if (prepared->q8_0 != nullptr || prepared->bf16 != nullptr || prepared->w8a8 != nullptr ||
+      prepared->kquant != nullptr) {
     MappedFile::ReleasePages(weight.data, weight.nbytes());
     std::lock_guard<std::mutex> lock(copied_mu_);
     copied_sources_.emplace_back(static_cast<const std::byte*>(weight.data), weight.nbytes());
@@ -219,6 +236,7 @@ void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_
   const float* bias = w.bias.empty() ? nullptr : w.bias.data();
   const Int8KernelChoice int8{.avx512 = int8_avx512_, .gemv_max_rows = options_.gemv_max_rows};
   if (w.q8_0 != nullptr) return RunQ8_0Packed(*w.q8_0, x, num_rows, bias, y, int8_avx512_);
+  if (w.kquant != nullptr) return RunKQuantPacked(*w.kquant, x, num_rows, bias, y, int8_avx512_);
   if (w.weight.dtype == DType::kQ8_0) return RunQ8_0(w.weight, x, num_rows, bias, y, int8);
   if (w.w8a8 != nullptr) return RunW8A8(*w.w8a8, x, num_rows, bias, y, int8);
   if (num_rows > options_.gemv_max_rows && w.dnnl != nullptr && w.dnnl->Run(x, num_rows, y)) {

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "backend/int8_quant.h"
+#include "backend/kquant_gemm.h"
+#include "tensor/kquant_blocks.h"
 #include "tensor/half.h"
 
 namespace pagellm {
@@ -17,8 +19,12 @@ Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias) {
     return InvalidArgumentError(fmt::format("linear weight must be a 2-D [N, K] tensor, got {}",
                                             ShapeToString(weight.shape)));
   }
-  if (!is_float(weight.dtype) && weight.dtype != DType::kQ8_0) {
+  if (!is_float(weight.dtype) && weight.dtype != DType::kQ8_0 && !IsPackedQuant(weight.dtype)) {
     return InvalidArgumentError(fmt::format("linear weight dtype {} is not supported", DTypeName(weight.dtype)));
+  }
+  if (IsPackedQuant(weight.dtype) && weight.dim(1) % DTypeBlockSize(weight.dtype) != 0) {
+    return InvalidArgumentError(fmt::format("{} linear weight {} needs K % {} == 0", DTypeName(weight.dtype),
+                                            ShapeToString(weight.shape), DTypeBlockSize(weight.dtype)));
   }
   if (weight.dtype == DType::kQ8_0 && weight.dim(1) % kQ8_0BlockElements != 0) {
     return InvalidArgumentError(fmt::format("q8_0 linear weight {} needs K % 32 == 0", ShapeToString(weight.shape)));
@@ -93,6 +99,12 @@ void ReferenceBackend::Embedding(const TensorView& table, std::span<const int32_
       DequantizeRowQ8_0(rows + ids[t] * (hidden / kQ8_0BlockElements), hidden, out + static_cast<int64_t>(t) * hidden);
       continue;
     }
+    if (IsPackedQuant(table.dtype)) {
+      const auto* rows = static_cast<const std::byte*>(table.data);
+      DequantizeRowKQuant(table.dtype, rows + DTypeBytes(table.dtype, ids[t] * hidden), hidden,
+                          out + static_cast<int64_t>(t) * hidden);
+      continue;
+    }
     for (int64_t h = 0; h < hidden; ++h) {
       out[static_cast<int64_t>(t) * hidden + h] = LoadElementAsF32(table.data, table.dtype, ids[t] * hidden + h);
     }
@@ -116,7 +128,7 @@ StatusOr<std::unique_ptr<LinearWeight>> ReferenceBackend::PrepareLinear(const Te
                                                                         const LinearOptions& options) {
   PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weight, bias));
   auto w = std::make_unique<ReferenceLinearWeight>(this, weight, bias);
-  if (options.quantization == LinearQuantization::kInt8 && weight.dtype != DType::kQ8_0) {
+  if (options.quantization == LinearQuantization::kInt8 && DTypeBlockSize(weight.dtype) == 1) {
     const int64_t n_out = weight.dim(0), k_in = weight.dim(1);
     w->q_w.resize(static_cast<size_t>(n_out * k_in));
     w->s_w.resize(static_cast<size_t>(n_out));
@@ -133,6 +145,15 @@ void ReferenceBackend::Linear(const LinearWeight& weight, const float* x, int64_
   PAGELLM_CHECK(weight.backend() == this);
   const auto& w = static_cast<const ReferenceLinearWeight&>(weight);
   if (w.weight.dtype == DType::kQ8_0) return LinearQ8_0(w, x, num_rows, y);
+  if (IsPackedQuant(w.weight.dtype)) {
+    const float* bias = nullptr;
+    std::vector<float> bias_f32;
+    if (!w.bias.empty()) {
+      for (int64_t n = 0; n < w.out_features(); ++n) bias_f32.push_back(LoadElementAsF32(w.bias.data, w.bias.dtype, n));
+      bias = bias_f32.data();
+    }
+    return GemmKQuantReference(w.weight.dtype, w.weight.data, w.out_features(), w.in_features(), x, num_rows, bias, y);
+  }
   if (!w.s_w.empty()) return LinearW8A8(w, x, num_rows, y);
   const int64_t n_out = w.out_features(), k_in = w.in_features();
   for (int64_t m = 0; m < num_rows; ++m) {

@@ -19,9 +19,9 @@ Status CheckShape(const TensorView& t, const std::vector<int64_t>& want, const s
     return InvalidArgumentError(fmt::format("weight {} has shape {}, expected {}", name, ShapeToString(t.shape),
                                             ShapeToString(want)));
   }
-  // Q8_0 (GGUF) only for 2-D weights: linear layers and the embedding, which the
-  // backend reads natively; norms and biases are read here as floats.
-  const bool q8_0_ok = t.dtype == DType::kQ8_0 && want.size() == 2;
+  // Q8_0, Q4_K, Q6_K (GGUF) only for 2-D weights: linear layers and the embedding, which
+  // the backend reads natively; norms and biases are read here as floats.
+  const bool q8_0_ok = DTypeBlockSize(t.dtype) > 1 && want.size() == 2;
   if (t.dtype != DType::kBF16 && t.dtype != DType::kF16 && t.dtype != DType::kF32 && !q8_0_ok) {
     return InvalidArgumentError(fmt::format("weight {} has unsupported dtype {}", name, DTypeName(t.dtype)));
   }

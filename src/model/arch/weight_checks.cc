@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tensor/half.h"
+#include "tensor/kquant_blocks.h"
 
 namespace pagellm {
 
@@ -12,7 +13,9 @@ Status CheckWeightShape(const TensorView& t, const std::vector<int64_t>& want, c
     return InvalidArgumentError(fmt::format("weight {} has shape {}, expected {}", name, ShapeToString(t.shape),
                                             ShapeToString(want)));
   }
-  const bool q8_0_ok = t.dtype == DType::kQ8_0 && want.size() >= 2;
+  // Block-quantized weights go to the backend's linears: Q8_0 for matrices and stacked
+  // experts, the other GGUF block types (kept in place for 2-D tensors only) for matrices.
+  const bool q8_0_ok = (t.dtype == DType::kQ8_0 && want.size() >= 2) || (IsPackedQuant(t.dtype) && want.size() == 2);
   if (t.dtype != DType::kBF16 && t.dtype != DType::kF16 && t.dtype != DType::kF32 && !q8_0_ok) {
     return InvalidArgumentError(fmt::format("weight {} has unsupported dtype {}", name, DTypeName(t.dtype)));
   }
@@ -22,7 +25,9 @@ Status CheckWeightShape(const TensorView& t, const std::vector<int64_t>& want, c
 StatusOr<std::vector<float>> WeightToF32(const TensorView& t, const std::vector<int64_t>& want,
                                          const std::string& name) {
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(t, want, name));
-  if (t.dtype == DType::kQ8_0) return InvalidArgumentError(fmt::format("weight {} must not be q8_0", name));
+  if (DTypeBlockSize(t.dtype) > 1) {
+    return InvalidArgumentError(fmt::format("weight {} must not be {}", name, DTypeName(t.dtype)));
+  }
   const int64_t n = t.numel();
   std::vector<float> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {

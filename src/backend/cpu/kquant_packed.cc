@@ -1,0 +1,232 @@
+#include "backend/cpu/kquant_packed.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cpu/kquant_packed_kernels.h"
+#include "backend/cpu/q8_0_packed_kernels.h"
+#include "backend/int8_quant.h"
+#include "backend/kquant_gemm.h"
+#include "tensor/half.h"
+#include "tensor/kquant_blocks.h"
+
+namespace pagellm {
+namespace {
+
+using kquant_packed::PackedActs;
+
+// Strips per OpenMP work item (as the Q8_0 packed kernel: a GEMV item is a 4-strip tile).
+constexpr int64_t kStripsPerItem = 4;
+
+inline int Code(const BlockQ4_K& b, int i) { return Q4_KCode(b, i); }
+inline int Code(const BlockQ5_K& b, int i) { return Q5_KCode(b, i); }
+
+// Row r of one Q4_K or Q5_K record from the file's block.
+template <typename Block>
+void PackQ4_KRow(const Block& b, int64_t r, uint8_t* rec) {
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_K>;
+  for (int sub = 0; sub < 8; ++sub) {
+    uint8_t sc, mn;
+    GetScaleMinK4(sub, b.scales, &sc, &mn);
+    rec[kquant_packed::kQ4_KSc + sub * 16 + r] = sc;
+    rec[kquant_packed::kQ4_KMn + (sub / 2) * 32 + r * 2 + sub % 2] = mn;
+    for (int g = 0; g < 4; ++g) {
+      for (int i = 0; i < 4; ++i) {
+        const int lo = Code(b, 32 * sub + 4 * g + i), hi = Code(b, 32 * sub + 16 + 4 * g + i);
+        rec[(sub * 4 + g) * 64 + r * 4 + i] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
+        if constexpr (kQ5) {
+          rec[kquant_packed::kQ5_KQh + sub * 64 + r * 4 + i] |= static_cast<uint8_t>(((lo >> 4) << g) | ((hi >> 4) << (4 + g)));
+        }
+      }
+    }
+  }
+  std::memcpy(rec + kquant_packed::kQ4_KD + 2 * r, &b.d, 2);
+  std::memcpy(rec + kquant_packed::kQ4_KDmin + 2 * r, &b.dmin, 2);
+}
+
+void PackQ6_KRow(const BlockQ6_K& b, int64_t r, uint8_t* rec) {
+  for (int blk = 0; blk < 8; ++blk) {
+    for (int g = 0; g < 4; ++g) {
+      for (int i = 0; i < 4; ++i) {
+        const int lo = Q6_KCode(b, 32 * blk + 4 * g + i), hi = Q6_KCode(b, 32 * blk + 16 + 4 * g + i);
+        rec[(blk * 4 + g) * 64 + r * 4 + i] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
+        rec[kquant_packed::kQ6_KQh + (blk * 2) * 64 + r * 4 + i] |= static_cast<uint8_t>((lo >> 4) << (2 * g));
+        rec[kquant_packed::kQ6_KQh + (blk * 2 + 1) * 64 + r * 4 + i] |= static_cast<uint8_t>((hi >> 4) << (2 * g));
+      }
+    }
+  }
+  for (int sub = 0; sub < 16; ++sub) rec[kquant_packed::kQ6_KSc + sub * 16 + r] = static_cast<uint8_t>(b.scales[sub]);
+  std::memcpy(rec + kquant_packed::kQ6_KD + 2 * r, &b.d, 2);
+}
+
+void PackIq4XsRow(const BlockIq4Xs& b, int64_t r, uint8_t* rec) {
+  for (int sub = 0; sub < 8; ++sub) {
+    rec[kquant_packed::kIq4XsSc + sub * 16 + r] = static_cast<uint8_t>(static_cast<int8_t>(Iq4XsScale(b, sub)));
+    for (int g = 0; g < 4; ++g) {
+      for (int i = 0; i < 4; ++i) {
+        const int lo = Iq4XsCode(b, 32 * sub + 4 * g + i), hi = Iq4XsCode(b, 32 * sub + 16 + 4 * g + i);
+        rec[(sub * 4 + g) * 64 + r * 4 + i] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+    }
+  }
+  std::memcpy(rec + kquant_packed::kIq4XsD + 2 * r, &b.d, 2);
+}
+
+// Row r of one 32-value block record (Q4_0, IQ4_NL or Q5_0).
+template <typename Block>
+void PackBlock32Row(const Block& b, int64_t r, uint8_t* rec) {
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
+  for (int g = 0; g < 4; ++g) {
+    for (int i = 0; i < 4; ++i) {
+      int lo, hi;
+      if constexpr (kQ5) {
+        lo = Q5_0Code(b, 4 * g + i), hi = Q5_0Code(b, 16 + 4 * g + i);
+        rec[kquant_packed::kQ5_0Qh + r * 4 + i] |= static_cast<uint8_t>(((lo >> 4) << g) | ((hi >> 4) << (4 + g)));
+      } else {
+        lo = Q4_0Code(b, 4 * g + i), hi = Q4_0Code(b, 16 + 4 * g + i);
+      }
+      rec[g * 64 + r * 4 + i] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
+    }
+  }
+  std::memcpy(rec + (kQ5 ? kquant_packed::kQ5_0D : kquant_packed::kQ4_0D) + 2 * r, &b.d, 2);
+}
+
+// Rows [m_begin, m_end) of x -> q8_0 bytes, widened scales and -128 * block sums.
+void QuantizeActs32(const float* x, int64_t k, int64_t m_begin, int64_t m_end, int8_t* q, float* d, int32_t* corr,
+                    bool avx512) {
+  if (avx512) return q8_0_packed::QuantizeActsAvx512(x, k, m_begin, m_end, q, d, corr);
+  const int64_t nb = k / 32;
+  thread_local std::vector<BlockQ8_0> blocks;
+  blocks.resize(static_cast<size_t>(nb));
+  for (int64_t m = m_begin; m < m_end; ++m) {
+    QuantizeRowQ8_0(x + m * k, k, blocks.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int i = 0; i < 32; ++i) sum += q[m * k + 32 * b + i] = blocks[static_cast<size_t>(b)].qs[i];
+      d[m * nb + b] = F16ToF32(blocks[static_cast<size_t>(b)].d);
+      corr[m * nb + b] = -128 * sum;
+    }
+  }
+}
+
+// Rows [m_begin, m_end) of x -> q, d and the kernel's aux sums (kquant_packed_kernels.h).
+void QuantizeActs(DType dtype, const float* x, int64_t k, int64_t m_begin, int64_t m_end, int8_t* q, float* d,
+                  int32_t* aux, bool avx512) {
+  if (DTypeBlockSize(dtype) == 32) return QuantizeActs32(x, k, m_begin, m_end, q, d, aux, avx512);
+  const int64_t nsb = k / kKQuantBlockElements;
+  thread_local std::vector<int32_t> bsum;
+  bsum.resize(static_cast<size_t>(k / 16));
+  for (int64_t m = m_begin; m < m_end; ++m) {
+    if (avx512) {
+      kquant_packed::QuantizeRowQ8_KAvx512(x + m * k, k, q + m * k, d + m * nsb, bsum.data());
+    } else {
+      QuantizeRowQ8_K(x + m * k, k, q + m * k, d + m * nsb, bsum.data());
+    }
+    int32_t* a = aux + m * nsb * 16;
+    for (int64_t i = 0; i < nsb * 16; ++i) {
+      if (dtype == DType::kQ6_K) {
+        a[i] = -32 * bsum[static_cast<size_t>(i)];
+      } else if (dtype == DType::kIQ4_XS) {  // sub-block i % 16 < 8 of 32
+        const int64_t s = (i / 16) * 16 + 2 * (i % 16);
+        a[i] = i % 16 < 8 ? -128 * (bsum[static_cast<size_t>(s)] + bsum[static_cast<size_t>(s + 1)]) : 0;
+      } else if (i % 16 < 4) {  // pair p = i % 16 of super-block i / 16: sub-blocks 2p, 2p + 1 of 32
+        const int64_t s = (i / 16) * 16 + 4 * (i % 16);
+        const int32_t lo = bsum[static_cast<size_t>(s)] + bsum[static_cast<size_t>(s + 1)];
+        const int32_t hi = bsum[static_cast<size_t>(s + 2)] + bsum[static_cast<size_t>(s + 3)];
+        a[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                                    (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+      } else {
+        a[i] = 0;
+      }
+    }
+  }
+}
+
+int64_t RecordBytes(DType dtype) {
+  switch (dtype) {
+    case DType::kQ4_K: return kQ4_KPackBytes;
+    case DType::kQ5_K: return kQ5_KPackBytes;
+    case DType::kQ6_K: return kQ6_KPackBytes;
+    case DType::kIQ4_XS: return kIq4XsPackBytes;
+    case DType::kQ5_0: return kQ5_0PackBytes;
+    default: return kQ4_0PackBytes;
+  }
+}
+
+// Row r of a record from block `index` of the file's array w.
+void PackRow(DType dtype, const void* w, int64_t index, int64_t r, uint8_t* rec) {
+  switch (dtype) {
+    case DType::kQ4_K: return PackQ4_KRow(static_cast<const BlockQ4_K*>(w)[index], r, rec);
+    case DType::kQ5_K: return PackQ4_KRow(static_cast<const BlockQ5_K*>(w)[index], r, rec);
+    case DType::kQ6_K: return PackQ6_KRow(static_cast<const BlockQ6_K*>(w)[index], r, rec);
+    case DType::kIQ4_XS: return PackIq4XsRow(static_cast<const BlockIq4Xs*>(w)[index], r, rec);
+    case DType::kQ5_0: return PackBlock32Row(static_cast<const BlockQ5_0*>(w)[index], r, rec);
+    default: return PackBlock32Row(static_cast<const BlockQ4_0*>(w)[index], r, rec);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::Pack(DType dtype, const void* w, int64_t n, int64_t k) {
+  PAGELLM_CHECK(IsPackedQuant(dtype) && k % DTypeBlockSize(dtype) == 0);
+  auto p = std::make_unique<KQuantPackedWeight>();
+  p->dtype = dtype;
+  p->n = n;
+  p->k = k;
+  p->nsb = k / DTypeBlockSize(dtype);
+  p->num_strips = (n + kKQuantPackRows - 1) / kKQuantPackRows;
+  p->record_bytes = RecordBytes(dtype);
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>((p->owned_bytes() + 63) / 64 * 64, 64));
+  p->data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
+  if (p->data == nullptr) return nullptr;
+  const int64_t nsb = p->nsb, num_strips = p->num_strips, rec_bytes = p->record_bytes;
+  uint8_t* base = p->data.get();
+#pragma omp parallel for schedule(static)
+  for (int64_t s = 0; s < num_strips; ++s) {
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      uint8_t* rec = base + (s * nsb + sb) * rec_bytes;
+      std::memset(rec, 0, static_cast<size_t>(rec_bytes));
+      for (int64_t r = 0; r < kKQuantPackRows && s * kKQuantPackRows + r < n; ++r) {
+        const int64_t row = s * kKQuantPackRows + r;
+        PackRow(dtype, w, row * nsb + sb, r, rec);
+      }
+    }
+  }
+  return p;
+}
+
+void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
+                     bool avx512) {
+  const auto strips = avx512 ? kquant_packed::StripsAvx512 : kquant_packed::StripsAvx2;
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> d;
+  thread_local std::vector<int32_t> aux;
+  q.resize(static_cast<size_t>(num_rows * w.k));
+  d.resize(static_cast<size_t>(num_rows * w.nsb));
+  aux.resize(static_cast<size_t>(num_rows * w.nsb * (DTypeBlockSize(w.dtype) == 32 ? 1 : 16)));
+  int8_t* acts_q = q.data();
+  float* acts_d = d.data();
+  int32_t* acts_aux = aux.data();
+  const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux, .num_rows = num_rows, .k = w.k, .nsb = w.nsb};
+  const int64_t num_items = (w.num_strips + kStripsPerItem - 1) / kStripsPerItem;
+  const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
+  // As RunQ8_0Packed: the GEMM quantizes its rows inside the one parallel region.
+  if (num_rows <= 4) QuantizeActs(w.dtype, x, w.k, 0, num_rows, acts_q, acts_d, acts_aux, avx512);
+#pragma omp parallel
+  {
+    if (num_rows > 4) {
+#pragma omp for schedule(static)
+      for (int64_t m = 0; m < num_rows; ++m) QuantizeActs(w.dtype, x, w.k, m, m + 1, acts_q, acts_d, acts_aux, avx512);
+    }
+#pragma omp for schedule(dynamic, grain)
+    for (int64_t i = 0; i < num_items; ++i) {
+      strips(acts, w, i * kStripsPerItem, std::min(w.num_strips, (i + 1) * kStripsPerItem), bias, y);
+    }
+  }
+}
+
+}  // namespace pagellm

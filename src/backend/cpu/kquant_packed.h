@@ -1,0 +1,74 @@
+// Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q5_0 and IQ4_NL weights rearranged losslessly once at load (CpuBackend::PrepareLinear) into
+// 16-row strips, the layout of q8_0_packed.h carried over to 4- and 6-bit codes, so one
+// VNNI kernel serves the decode GEMV and the prefill GEMM without a float copy.
+//
+// Per strip (16 weight rows; rows past N are padding with zero codes, scales and d) and
+// super-block of 256 columns, one contiguous record:
+//   Q4_K, 2368 bytes (16 x 144 = 2304 in the file: 1.028x; the 6-bit scales/mins as bytes)
+//     qs  [8 sub][4 g][16 rows][4 bytes]  byte i: low nibble = column 32 sub + 4g + i,
+//                                          high nibble = column 32 sub + 16 + 4g + i
+//     sc  [8 sub][16 rows]      u8 sub-block scales
+//     mn  [4 pairs][16 rows][2] u8 sub-block mins (sub 2p, 2p + 1) for one vpdpwssd per pair
+//     d, dmin [16] fp16
+//   Q5_K, 2880 bytes (16 x 176 = 2816: 1.023x): Q4_K's record, then
+//     qh  [8 sub][16 rows][4]   byte i: bit g = 5th bit of column 32 sub + 4g + i, bit 4 + g
+//                               that of column 32 sub + 16 + 4g + i
+//   Q6_K, 3392 bytes (16 x 210 = 3360: 1.0095x, padded to 64-byte records)
+//     ql  [8 blk][4 g][16 rows][4]  low 4 bits, nibbles as Q4_K's qs (blk = 32 columns)
+//     qh  [8 blk][2][16 rows][4]    top 2 bits: byte i of half h, bits 2g..2g+1 belong to
+//                                   column 32 blk + 16 h + 4g + i
+//     sc  [16 sub][16 rows]         int8 scales of the 16-column sub-blocks
+//     d   [16] fp16
+//   IQ4_XS, 2240 bytes (16 x 136 = 2176: 1.029x): qs as Q4_K's, sc [8 sub][16 rows] int8
+//     ls - 32, d [16] fp16, padding to 64-byte records
+//   Q4_0 / IQ4_NL, 288 bytes per strip and block of 32 columns (16 x 18: 1.0x), Q5_0 352
+//   (16 x 22: 1.0x): qs [4 g][16 rows][4] as Q4_K's qs of one sub-block, Q5_0's 5th bits
+//   [16 rows][4] as Q5_K's qh, d [16] fp16. Records are 32-byte aligned (unaligned loads).
+// A zmm load of 64 code bytes holds 4 columns (x 2 nibbles) of 16 rows, so each vpdpbusd
+// (unsigned codes x a broadcast of 4 signed activation bytes) adds into one int32 lane per
+// weight row, exactly as the Q8_0 kernel does; sub-block scales multiply the int32 dots,
+// Q4_K mins come from the activations' block sums and Q6_K's -32 offset starts the dot at
+// -32 * sum(x). Numerics: bit for bit GemmKQuantReference (backend/kquant_gemm.h).
+//
+//   auto packed = KQuantPackedWeight::Pack(DType::kQ4_K, blocks, n, k);   // load time
+//   RunKQuantPacked(*packed, x, num_rows, bias, y, /*avx512=*/true);
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "tensor/dtype.h"
+
+namespace pagellm {
+
+inline constexpr int64_t kKQuantPackRows = 16;
+inline constexpr int64_t kQ4_KPackBytes = 2368;  // per strip and super-block
+inline constexpr int64_t kQ5_KPackBytes = 2880;
+inline constexpr int64_t kQ6_KPackBytes = 3392;
+inline constexpr int64_t kIq4XsPackBytes = 2240;
+inline constexpr int64_t kQ4_0PackBytes = 288;  // also IQ4_NL
+inline constexpr int64_t kQ5_0PackBytes = 352;
+
+struct KQuantPackedWeight {
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+  DType dtype = DType::kQ4_K;
+  int64_t n = 0, k = 0, nsb = 0, num_strips = 0;  // nsb = k / block (256 or 32), num_strips = ceil(n / 16)
+  int64_t record_bytes = 0;                       // k...PackBytes of the dtype
+  std::unique_ptr<uint8_t, FreeDeleter> data;     // [num_strips][nsb][record_bytes], 64-byte aligned
+
+  int64_t owned_bytes() const { return num_strips * nsb * record_bytes; }
+  const uint8_t* record(int64_t strip, int64_t sb) const { return data.get() + (strip * nsb + sb) * record_bytes; }
+
+  // w: n rows of blocks of `dtype` (IsPackedQuant), k a multiple of its block size. Null when the
+  // array cannot be allocated.
+  static std::unique_ptr<KQuantPackedWeight> Pack(DType dtype, const void* w, int64_t n, int64_t k);
+};
+
+// y [M, N] = x [M, K] . W^T (+ bias [N], or null). avx512 needs CpuSupportsAvx512Vnni().
+void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
+                     bool avx512);
+
+}  // namespace pagellm

@@ -1,0 +1,370 @@
+// AVX-512 VNNI kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / IQ4_NL linear (kquant_packed.h). Everything
+// after the pragma is compiled for AVX-512 and only runs when CpuSupportsAvx512Vnni().
+//
+// Per strip, super-block and 32 columns: 4 zmm loads of code bytes, split into nibbles
+// (and Q6_K's top 2 bits or-ed in), 8 vpdpbusd per activation row into one int32 lane per
+// weight row; one vpmulld per sub-block scale; Q4_K's mins by 4 vpdpwssd of the u8 mins
+// with the activations' block-sum pairs; two fp32 fma per super-block.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/kquant_packed_kernels.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace pagellm::kquant_packed {
+namespace {
+
+constexpr int kMaxTileRows = 4;
+
+inline __m512i Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+// a[m][j] = v for all m, j.
+template <typename V, int MR, int NC>
+inline void Fill(V (&a)[MR][NC], V v) {
+  for (int m = 0; m < MR; ++m)
+    for (int j = 0; j < NC; ++j) a[m][j] = v;
+}
+
+inline __m512i Load(const uint8_t* p) { return _mm512_load_si512(p); }
+inline __m512 LoadF16x16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Bits 4..5 of each byte <- bits 2g..2g+1 of the same byte of h (Q6_K's top 2 bits).
+template <int G>
+inline __m512i HighBits(__m512i h) {
+  const __m512i m = _mm512_set1_epi8(0x30);
+  if constexpr (G == 0) return _mm512_and_si512(_mm512_slli_epi16(h, 4), m);
+  if constexpr (G == 1) return _mm512_and_si512(_mm512_slli_epi16(h, 2), m);
+  if constexpr (G == 2) return _mm512_and_si512(h, m);
+  return _mm512_and_si512(_mm512_srli_epi16(h, 2), m);
+}
+
+// Stores acc + bias for rows m0.., strips s0.. (masked at w.n).
+template <int MR, int NS>
+void Store(const __m512 (&acc)[MR][NS], const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
+           float* y) {
+  #pragma GCC unroll 4
+  for (int j = 0; j < NS; ++j) {
+    const int64_t col = (s0 + j) * kKQuantPackRows;
+    const int64_t valid = std::clamp<int64_t>(w.n - col, 0, kKQuantPackRows);
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+    const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias + col) : _mm512_setzero_ps();
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) _mm512_mask_storeu_ps(y + (m0 + m) * w.n + col, mask, _mm512_add_ps(acc[m][j], bv));
+  }
+}
+
+// Q5_K's 5th bits for group g: bit g (low nibbles) or 4 + g (high nibbles) of each byte of
+// h, moved to bit 4.
+inline __m512i FifthBitLo(__m512i h, int g) { return _mm512_and_si512(_mm512_slli_epi16(h, 4 - g), _mm512_set1_epi8(0x10)); }
+inline __m512i FifthBitHi(__m512i h, int g) { return _mm512_and_si512(_mm512_srli_epi16(h, g), _mm512_set1_epi8(0x10)); }
+
+// How the nibbles of a block decode: plain 4-bit codes, with a 5th bit from a plane
+// (Q5_K, Q5_0), or IQ4 codes looked up as table value + 128.
+enum class Nibbles { kPlain, kFifthBit, kIq4 };
+
+// The 8 vpdpbusd of one 32-column block into dot: code bytes at rec[j] + off (4 x 64),
+// h5[j] their 5th bits (kFifthBit only), xb the activations of the block's column 0.
+template <int MR, int NS, Nibbles kMode>
+inline void BlockDots(const PackedActs& x, const uint8_t* const (&rec)[NS], int64_t off, const __m512i (&h5)[NS],
+                      const int8_t* xb, __m512i (&dot)[MR][NS]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4NlPlus128)));
+  #pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    __m512i lo[NS], hi[NS];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      const __m512i v = _mm512_loadu_si512(rec[j] + off + g * 64);
+      lo[j] = _mm512_and_si512(v, low4);
+      hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      if constexpr (kMode == Nibbles::kFifthBit) {
+        lo[j] = _mm512_or_si512(lo[j], FifthBitLo(h5[j], g));
+        hi[j] = _mm512_or_si512(hi[j], FifthBitHi(h5[j], g));
+      } else if constexpr (kMode == Nibbles::kIq4) {
+        lo[j] = _mm512_shuffle_epi8(lut, lo[j]);
+        hi[j] = _mm512_shuffle_epi8(lut, hi[j]);
+      }
+    }
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m512i xl = Broadcast4(xb + m * x.k + 4 * g), xh = Broadcast4(xb + m * x.k + 16 + 4 * g);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NS; ++j) {
+        dot[m][j] = _mm512_dpbusd_epi32(dot[m][j], lo[j], xl);
+        dot[m][j] = _mm512_dpbusd_epi32(dot[m][j], hi[j], xh);
+      }
+    }
+  }
+}
+
+// Q4_K, or Q5_K when kQ5 (the same record plus a plane of 5th bits).
+template <int MR, int NS, bool kQ5>
+void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
+  __m512 acc[MR][NS];
+  Fill(acc, _mm512_setzero_ps());
+  for (int64_t sb = 0; sb < x.nsb; ++sb) {
+    const uint8_t* rec[NS];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, sb);
+    const int8_t* xb = x.q + m0 * x.k + sb * 256;
+    __m512i isum[MR][NS];
+    Fill(isum, _mm512_setzero_si512());
+    for (int sub = 0; sub < 8; ++sub) {
+      __m512i dot[MR][NS];
+      Fill(dot, _mm512_setzero_si512());
+      __m512i h5[NS];
+      if constexpr (kQ5) {
+        #pragma GCC unroll 4
+        for (int j = 0; j < NS; ++j) h5[j] = Load(rec[j] + kQ5_KQh + sub * 64);
+      }
+      BlockDots<MR, NS, kQ5 ? Nibbles::kFifthBit : Nibbles::kPlain>(x, rec, sub * 256, h5, xb + sub * 32, dot);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NS; ++j) {
+        const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(rec[j] + kQ4_KSc + sub * 16)));
+        #pragma GCC unroll 4
+        for (int m = 0; m < MR; ++m) isum[m][j] = _mm512_add_epi32(isum[m][j], _mm512_mullo_epi32(dot[m][j], sc));
+      }
+    }
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      __m512i imin[MR];
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) imin[m] = _mm512_setzero_si512();
+      #pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        const __m512i mn = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(rec[j] + kQ4_KMn + p * 32)));
+        #pragma GCC unroll 4
+        for (int m = 0; m < MR; ++m) {
+          const __m512i pair = _mm512_set1_epi32(x.aux[((m0 + m) * x.nsb + sb) * 16 + p]);
+          imin[m] = _mm512_dpwssd_epi32(imin[m], mn, pair);
+        }
+      }
+      const __m512 dw = LoadF16x16(rec[j] + kQ4_KD), dmin = LoadF16x16(rec[j] + kQ4_KDmin);
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) {
+        const __m512 dx = _mm512_set1_ps(x.d[(m0 + m) * x.nsb + sb]);
+        acc[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][j]), _mm512_mul_ps(dw, dx), acc[m][j]);
+        acc[m][j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[m]), _mm512_mul_ps(dmin, dx), acc[m][j]);
+      }
+    }
+  }
+  Store<MR, NS>(acc, w, m0, s0, bias, y);
+}
+
+// One 32-column block of Q6_K (sub-blocks 2 blk, 2 blk + 1) into the int32 sums.
+template <int MR, int NS>
+inline void BlockQ6_K(const PackedActs& x, const uint8_t* const (&rec)[NS], const int8_t* xb, int64_t m0,
+                      int64_t sb, int blk, __m512i (&isum)[MR][NS]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512i dot_a[MR][NS], dot_b[MR][NS], ha[NS], hb[NS];
+  #pragma GCC unroll 4
+  for (int j = 0; j < NS; ++j) {
+    ha[j] = Load(rec[j] + kQ6_KQh + (blk * 2) * 64);
+    hb[j] = Load(rec[j] + kQ6_KQh + (blk * 2 + 1) * 64);
+  }
+  #pragma GCC unroll 4
+  for (int m = 0; m < MR; ++m) {
+    const int32_t* aux = x.aux + ((m0 + m) * x.nsb + sb) * 16;
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      dot_a[m][j] = _mm512_set1_epi32(aux[2 * blk]);
+      dot_b[m][j] = _mm512_set1_epi32(aux[2 * blk + 1]);
+    }
+  }
+  const auto group = [&]<int G>() {
+    __m512i lo[NS], hi[NS];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      const __m512i v = Load(rec[j] + (blk * 4 + G) * 64);
+      lo[j] = _mm512_or_si512(_mm512_and_si512(v, low4), HighBits<G>(ha[j]));
+      hi[j] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), HighBits<G>(hb[j]));
+    }
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m512i xl = Broadcast4(xb + m * x.k + blk * 32 + 4 * G);
+      const __m512i xh = Broadcast4(xb + m * x.k + blk * 32 + 16 + 4 * G);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NS; ++j) {
+        dot_a[m][j] = _mm512_dpbusd_epi32(dot_a[m][j], lo[j], xl);
+        dot_b[m][j] = _mm512_dpbusd_epi32(dot_b[m][j], hi[j], xh);
+      }
+    }
+  };
+  group.template operator()<0>();
+  group.template operator()<1>();
+  group.template operator()<2>();
+  group.template operator()<3>();
+  #pragma GCC unroll 4
+  for (int j = 0; j < NS; ++j) {
+    const auto* sc = reinterpret_cast<const __m128i*>(rec[j] + kQ6_KSc + blk * 32);
+    const __m512i sa = _mm512_cvtepi8_epi32(_mm_load_si128(sc)), sbv = _mm512_cvtepi8_epi32(_mm_load_si128(sc + 1));
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      isum[m][j] = _mm512_add_epi32(isum[m][j], _mm512_mullo_epi32(dot_a[m][j], sa));
+      isum[m][j] = _mm512_add_epi32(isum[m][j], _mm512_mullo_epi32(dot_b[m][j], sbv));
+    }
+  }
+}
+
+template <int MR, int NS>
+void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
+  __m512 acc[MR][NS];
+  Fill(acc, _mm512_setzero_ps());
+  for (int64_t sb = 0; sb < x.nsb; ++sb) {
+    const uint8_t* rec[NS];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, sb);
+    const int8_t* xb = x.q + m0 * x.k + sb * 256;
+    __m512i isum[MR][NS];
+    Fill(isum, _mm512_setzero_si512());
+    for (int blk = 0; blk < 8; ++blk) BlockQ6_K<MR, NS>(x, rec, xb, m0, sb, blk, isum);
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      const __m512 dw = LoadF16x16(rec[j] + kQ6_KD);
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) {
+        const __m512 dx = _mm512_set1_ps(x.d[(m0 + m) * x.nsb + sb]);
+        acc[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][j]), _mm512_mul_ps(dw, dx), acc[m][j]);
+      }
+    }
+  }
+  Store<MR, NS>(acc, w, m0, s0, bias, y);
+}
+
+// Q4_0, Q5_0 or IQ4_NL against q8_0 activations: per block of 32 the dot starts at the
+// centring term (-8 / -16 * sum(x), or -128 * sum(x) for IQ4_NL's codes looked up as
+// value + 128), then one fp32 fma with d_w * d_x.
+template <int MR, int NS, DType kType>
+void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
+                 float* y) {
+  constexpr int kShift = kType == DType::kQ4_0 ? 4 : kType == DType::kQ5_0 ? 3 : 0;
+  __m512 acc[MR][NS];
+  Fill(acc, _mm512_setzero_ps());
+  for (int64_t b = 0; b < x.nsb; ++b) {
+    const uint8_t* rec[NS];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, b);
+    const int8_t* xb = x.q + m0 * x.k + b * 32;
+    __m512i dot[MR][NS], h5[NS];
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m512i corr = _mm512_srai_epi32(_mm512_set1_epi32(x.aux[(m0 + m) * x.nsb + b]), kShift);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NS; ++j) dot[m][j] = corr;
+    }
+    if constexpr (kType == DType::kQ5_0) {
+      #pragma GCC unroll 4
+      for (int j = 0; j < NS; ++j) h5[j] = _mm512_loadu_si512(rec[j] + kQ5_0Qh);
+    }
+    constexpr Nibbles kMode = kType == DType::kQ5_0   ? Nibbles::kFifthBit
+                              : kType == DType::kIQ4_NL ? Nibbles::kIq4
+                                                        : Nibbles::kPlain;
+    BlockDots<MR, NS, kMode>(x, rec, 0, h5, xb, dot);
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec[j] + Block32D(kType))));
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) {
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(m0 + m) * x.nsb + b]));
+        acc[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m][j]), scale, acc[m][j]);
+      }
+    }
+  }
+  Store<MR, NS>(acc, w, m0, s0, bias, y);
+}
+
+// IQ4_XS: table values + 128 (vpshufb) from -128 * the sub-block sums, signed sub-block
+// scales, one fp32 fma per super-block.
+template <int MR, int NS>
+void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
+  __m512 acc[MR][NS];
+  Fill(acc, _mm512_setzero_ps());
+  for (int64_t sb = 0; sb < x.nsb; ++sb) {
+    const uint8_t* rec[NS];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, sb);
+    const int8_t* xb = x.q + m0 * x.k + sb * 256;
+    __m512i isum[MR][NS];
+    Fill(isum, _mm512_setzero_si512());
+    for (int sub = 0; sub < 8; ++sub) {
+      __m512i dot[MR][NS];
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) {
+        const __m512i corr = _mm512_set1_epi32(x.aux[((m0 + m) * x.nsb + sb) * 16 + sub]);
+        #pragma GCC unroll 4
+        for (int j = 0; j < NS; ++j) dot[m][j] = corr;
+      }
+      const __m512i none[NS] = {};
+      BlockDots<MR, NS, Nibbles::kIq4>(x, rec, sub * 256, none, xb + sub * 32, dot);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NS; ++j) {
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(rec[j] + kIq4XsSc + sub * 16)));
+        #pragma GCC unroll 4
+        for (int m = 0; m < MR; ++m) isum[m][j] = _mm512_add_epi32(isum[m][j], _mm512_mullo_epi32(dot[m][j], sc));
+      }
+    }
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      const __m512 dw = LoadF16x16(rec[j] + kIq4XsD);
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) {
+        const __m512 dx = _mm512_set1_ps(x.d[(m0 + m) * x.nsb + sb]);
+        acc[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][j]), _mm512_mul_ps(dw, dx), acc[m][j]);
+      }
+    }
+  }
+  Store<MR, NS>(acc, w, m0, s0, bias, y);
+}
+
+// One tile of NS strips of w's type.
+template <int MR, int NS>
+void TileOf(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s, const float* bias, float* y) {
+  switch (w.dtype) {
+    case DType::kQ4_K: return TileQ4_K<MR, NS, false>(x, w, m0, s, bias, y);
+    case DType::kQ5_K: return TileQ4_K<MR, NS, true>(x, w, m0, s, bias, y);
+    case DType::kQ6_K: return TileQ6_K<MR, NS>(x, w, m0, s, bias, y);
+    case DType::kIQ4_XS: return TileIq4Xs<MR, NS>(x, w, m0, s, bias, y);
+    case DType::kQ4_0: return TileBlock32<MR, NS, DType::kQ4_0>(x, w, m0, s, bias, y);
+    case DType::kQ5_0: return TileBlock32<MR, NS, DType::kQ5_0>(x, w, m0, s, bias, y);
+    default: return TileBlock32<MR, NS, DType::kIQ4_NL>(x, w, m0, s, bias, y);
+  }
+}
+
+template <int MR>
+void TileRow(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s_begin, int64_t s_end,
+             const float* bias, float* y) {
+  constexpr int kNs = MR <= 2 ? 2 : 1;
+  int64_t s = s_begin;
+  for (; s + kNs <= s_end; s += kNs) TileOf<MR, kNs>(x, w, m0, s, bias, y);
+  for (; s < s_end; ++s) TileOf<MR, 1>(x, w, m0, s, bias, y);
+}
+
+}  // namespace
+
+void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
+                  const float* bias, float* y) {
+  for (int64_t m0 = 0; m0 < x.num_rows; m0 += kMaxTileRows) {
+    switch (std::min<int64_t>(kMaxTileRows, x.num_rows - m0)) {
+      case 1: TileRow<1>(x, w, m0, s_begin, s_end, bias, y); break;
+      case 2: TileRow<2>(x, w, m0, s_begin, s_end, bias, y); break;
+      case 3: TileRow<3>(x, w, m0, s_begin, s_end, bias, y); break;
+      default: TileRow<kMaxTileRows>(x, w, m0, s_begin, s_end, bias, y); break;
+    }
+  }
+}
+
+}  // namespace pagellm::kquant_packed
+
+#pragma GCC pop_options

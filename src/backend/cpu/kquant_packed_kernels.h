@@ -1,0 +1,43 @@
+// Internals of RunKQuantPacked (kquant_packed.h): the quantized activations and the
+// per-ISA kernels that kquant_packed.cc drives over OpenMP work items.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/kquant_packed.h"
+
+namespace pagellm::kquant_packed {
+
+// Byte offsets inside one record (see kquant_packed.h).
+inline constexpr int64_t kQ4_KSc = 2048, kQ4_KMn = 2176, kQ4_KD = 2304, kQ4_KDmin = 2336, kQ5_KQh = 2368;
+inline constexpr int64_t kQ6_KQh = 2048, kQ6_KSc = 3072, kQ6_KD = 3328;
+inline constexpr int64_t kQ5_0Qh = 256, kQ4_0D = 256, kQ5_0D = 320;
+inline constexpr int64_t kIq4XsSc = 2048, kIq4XsD = 2176;
+
+// IQ4_NL's table plus 128, as unsigned bytes for vpdpbusd.
+alignas(16) inline constexpr uint8_t kIq4NlPlus128[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                          129, 141, 153, 166, 181, 197, 217, 241};
+
+// Offset of the fp16 scales in a 32-value block record.
+inline int64_t Block32D(DType dtype) { return dtype == DType::kQ5_0 ? kQ5_0D : kQ4_0D; }
+
+struct PackedActs {
+  const int8_t* q = nullptr;     // [num_rows, k]
+  const float* d = nullptr;      // [num_rows, nsb]
+  const int32_t* aux = nullptr;  // [num_rows, nsb, 16]: Q6_K -32 * bsum16; Q4_K / Q5_K the 4
+                                 // pairs (bsum32 of sub 2p | bsum32 of sub 2p + 1 << 16);
+                                 // IQ4_XS -128 * bsum32 of the 8 sub-blocks;
+                                 // 32-value blocks: [num_rows, nsb] -128 * sum (q8_0 acts)
+  int64_t num_rows = 0, k = 0, nsb = 0;
+};
+
+// QuantizeRowQ8_K (backend/kquant_gemm.h) bit for bit, with AVX-512.
+void QuantizeRowQ8_KAvx512(const float* x, int64_t k, int8_t* q, float* d, int32_t* bsum16);
+
+// y[:, 16 * s_begin .. min(n, 16 * s_end)) for every activation row.
+void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
+                  const float* bias, float* y);
+void StripsAvx2(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
+                const float* bias, float* y);
+
+}  // namespace pagellm::kquant_packed

@@ -1,0 +1,199 @@
+// Packed Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / IQ4_NL linear (kquant_packed.h): the AVX-512 VNNI and AVX2 kernels against
+// the scalar GemmKQuantReference (which reads the file's blocks, so the load-time
+// rearrangement is checked too) bit for bit, over odd N (partial strips), K of 1-4
+// super-blocks, M = 1..4 (GEMV tiles) and larger (GEMM tiles), with and without bias;
+// blocks from llama.cpp's format built out of random bytes (every code, scale and min
+// pattern) with finite fp16 scales; extreme activations (all-equal, one outlier, zero rows);
+// the oracle against float math on the dequantized weights; and the memory bound.
+#include "backend/cpu/kquant_packed.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/int8_gemv.h"  // CpuSupportsAvx512Vnni
+#include "backend/cpu/kernel_test_data.h"
+#include "backend/cpu/kquant_packed_kernels.h"
+#include "backend/int8_quant.h"
+#include "backend/kquant_gemm.h"
+#include "tensor/half.h"
+#include "tensor/kquant_blocks.h"
+
+namespace pagellm {
+namespace {
+
+using testing::ExpectBitEqual;
+using testing::RandomFloats;
+
+// n rows of k / 256 random blocks of `dtype`: random bytes, fp16 scales in +-scale.
+std::vector<uint8_t> RandomBlocks(DType dtype, int64_t n, int64_t k, uint32_t seed, float scale = 0.01f) {
+  std::mt19937 rng(seed);
+  const size_t bytes = DTypeBytes(dtype, n * k), block = DTypeBytes(dtype, DTypeBlockSize(dtype));
+  std::vector<uint8_t> w(bytes);
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  for (size_t off = 0; off < bytes; off += block) {
+    const uint16_t d = F32ToF16(dist(rng)), dmin = F32ToF16(dist(rng));
+    if (dtype == DType::kQ4_K || dtype == DType::kQ5_K) {
+      std::memcpy(&w[off], &d, 2);
+      std::memcpy(&w[off + 2], &dmin, 2);
+    } else if (dtype != DType::kQ6_K) {
+      std::memcpy(&w[off], &d, 2);
+    } else {
+      std::memcpy(&w[off + 208], &d, 2);
+    }
+  }
+  return w;
+}
+
+std::vector<bool> Isas() {
+  std::vector<bool> isas = {false};
+  if (CpuSupportsAvx512Vnni()) isas.push_back(true);
+  return isas;
+}
+
+std::vector<float> RunPacked(const KQuantPackedWeight& w, const std::vector<float>& x, int64_t m, const float* bias,
+                             bool avx512) {
+  const size_t size = static_cast<size_t>(m * w.n);
+  std::vector<float> y(size + 64, -7.25f);
+  RunKQuantPacked(w, x.data(), m, bias, y.data(), avx512);
+  for (size_t i = size; i < y.size(); ++i) EXPECT_EQ(y[i], -7.25f) << "write past y at " << i;
+  y.resize(size);
+  return y;
+}
+
+std::vector<float> RunReference(DType dtype, const std::vector<uint8_t>& w, int64_t n, int64_t k,
+                                const std::vector<float>& x, int64_t m, const float* bias) {
+  std::vector<float> y(static_cast<size_t>(m * n));
+  GemmKQuantReference(dtype, w.data(), n, k, x.data(), m, bias, y.data());
+  return y;
+}
+
+class KQuantPacked : public ::testing::TestWithParam<DType> {};
+
+TEST_P(KQuantPacked, KernelsEqualScalarReferenceBitForBit) {
+  const DType dtype = GetParam();
+  struct Case { int64_t m, n, k; };
+  std::vector<Case> cases;
+  for (int64_t m : {1, 2, 3, 4, 5, 7, 9})
+    for (int64_t n : {1, 15, 16, 17, 40, 67})
+      for (int64_t k : {256, 512}) cases.push_back({m, n, k});
+  for (Case c : std::vector<Case>{{1, 1024, 1024}, {2, 300, 3072}, {4, 129, 1024}, {16, 100, 1024}, {33, 48, 256}}) {
+    cases.push_back(c);
+  }
+  if (DTypeBlockSize(dtype) == 32) {  // rows of 1 and 3 blocks
+    for (Case c : std::vector<Case>{{1, 17, 32}, {3, 40, 96}, {6, 33, 96}}) cases.push_back(c);
+  }
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    const std::vector<uint8_t> w = RandomBlocks(dtype, c.n, c.k, seed++);
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(c.m * c.k), seed++, 1.0f);
+    const std::vector<float> bias = RandomFloats(static_cast<size_t>(c.n), seed++, 0.5f);
+    const auto p = KQuantPackedWeight::Pack(dtype, w.data(), c.n, c.k);
+    ASSERT_NE(p, nullptr);
+    for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+      const std::vector<float> want = RunReference(dtype, w, c.n, c.k, x, c.m, b);
+      for (bool avx512 : Isas()) {
+        ExpectBitEqual(RunPacked(*p, x, c.m, b, avx512), want,
+                       ::testing::PrintToString(std::vector<int64_t>{c.m, c.n, c.k}) + (avx512 ? " avx512" : " avx2") +
+                           (b ? " bias" : ""));
+      }
+    }
+  }
+}
+
+// Activation rows at the quantizer's edges: zeros, all equal (ties at +-127), one large
+// outlier, a negative maximum, values of fp32's extremes of magnitude.
+TEST_P(KQuantPacked, ActivationEdgesBitForBit) {
+  const DType dtype = GetParam();
+  const int64_t n = 33, k = 512, m = 7;
+  const std::vector<uint8_t> w = RandomBlocks(dtype, n, k, 77, 2.0f);
+  std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), 78, 1.0f);
+  for (int64_t i = 0; i < 256; ++i) x[static_cast<size_t>(i)] = 0.0f;            // row 0, block 0: zeros
+  for (int64_t i = 256; i < 512; ++i) x[static_cast<size_t>(i)] = 0.5f;          // block 1: all equal
+  x[static_cast<size_t>(k + 3)] = 1e4f;                                           // row 1: an outlier
+  x[static_cast<size_t>(2 * k + 300)] = -50.0f;                                   // row 2: negative max
+  for (int64_t i = 3 * k; i < 4 * k; ++i) x[static_cast<size_t>(i)] *= 1e-30f;   // row 3: tiny
+  for (int64_t i = 4 * k; i < 5 * k; ++i) x[static_cast<size_t>(i)] *= 1e30f;    // row 4: huge
+  for (int64_t i = 6 * k; i < 7 * k; ++i) x[static_cast<size_t>(i)] *= 1e-38f;   // row 6: -127 / max overflows
+  const auto p = KQuantPackedWeight::Pack(dtype, w.data(), n, k);
+  const std::vector<float> want = RunReference(dtype, w, n, k, x, m, nullptr);
+  for (bool avx512 : Isas()) ExpectBitEqual(RunPacked(*p, x, m, nullptr, avx512), want, avx512 ? "avx512" : "avx2");
+}
+
+// The AVX-512 activation quantizer against the scalar one, byte for byte: random rows,
+// exact ties (x * iscale = n + 0.5), a repeated maximum of both signs, zeros.
+TEST(KQuantActs, Avx512QuantizerEqualsScalar) {
+  if (!CpuSupportsAvx512Vnni()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const int64_t k = 1024;
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    std::vector<float> x = RandomFloats(static_cast<size_t>(k), seed, seed % 2 ? 3.0f : 0.01f);
+    if (seed == 1) for (int64_t i = 0; i < k; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i % 255 - 127) * 0.5f;
+    if (seed == 2) x[5] = 100.0f, x[7] = -100.0f;
+    if (seed == 3) for (int64_t i = 256; i < 512; ++i) x[static_cast<size_t>(i)] = 0.0f;
+    std::vector<int8_t> q1(k), q2(k);
+    std::vector<float> d1(k / 256), d2(k / 256);
+    std::vector<int32_t> s1(k / 16), s2(k / 16);
+    QuantizeRowQ8_K(x.data(), k, q1.data(), d1.data(), s1.data());
+    kquant_packed::QuantizeRowQ8_KAvx512(x.data(), k, q2.data(), d2.data(), s2.data());
+    EXPECT_EQ(q1, q2) << seed;
+    EXPECT_EQ(s1, s2) << seed;
+    for (size_t b = 0; b < d1.size(); ++b) EXPECT_EQ(std::memcmp(&d1[b], &d2[b], 4), 0) << seed << " block " << b;
+  }
+}
+
+// The oracle itself against float math on the dequantized weights and the quantized
+// activations (llama.cpp's definition of the product): agreement to fp32 rounding.
+TEST_P(KQuantPacked, ReferenceMatchesDequantizedProduct) {
+  const DType dtype = GetParam();
+  const int64_t n = 20, k = 768;
+  const std::vector<uint8_t> w = RandomBlocks(dtype, n, k, 5);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(k), 6, 1.0f);
+  const std::vector<float> got = RunReference(dtype, w, n, k, x, 1, nullptr);
+  // The activations as the product sees them: q8_K (per 256) for the k-quants, q8_0 blocks
+  // (per 32) for the 32-value types.
+  const int64_t ablock = DTypeBlockSize(dtype) == 32 ? 32 : 256;
+  std::vector<int8_t> q(static_cast<size_t>(k));
+  std::vector<float> d(static_cast<size_t>(k / ablock));
+  if (ablock == 256) {
+    std::vector<int32_t> bsum(static_cast<size_t>(k / 16));
+    QuantizeRowQ8_K(x.data(), k, q.data(), d.data(), bsum.data());
+  } else {
+    std::vector<BlockQ8_0> blocks(static_cast<size_t>(k / 32));
+    QuantizeRowQ8_0(x.data(), k, blocks.data());
+    for (int64_t b = 0; b < k / 32; ++b) {
+      d[static_cast<size_t>(b)] = F16ToF32(blocks[static_cast<size_t>(b)].d);
+      std::memcpy(q.data() + 32 * b, blocks[static_cast<size_t>(b)].qs, 32);
+    }
+  }
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t c = 0; c < n; ++c) {
+    DequantizeRowKQuant(dtype, w.data() + DTypeBytes(dtype, c * k), k, row.data());
+    double want = 0, mag = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      const double xi = static_cast<double>(d[static_cast<size_t>(i / ablock)]) * q[static_cast<size_t>(i)];
+      want += static_cast<double>(row[static_cast<size_t>(i)]) * xi;
+      mag += std::fabs(static_cast<double>(row[static_cast<size_t>(i)]) * xi);
+    }
+    EXPECT_NEAR(got[static_cast<size_t>(c)], want, 1e-5 * mag + 1e-30) << "row " << c;
+  }
+}
+
+TEST_P(KQuantPacked, PackedBytesWithinFivePercentOfTheFile) {
+  const DType dtype = GetParam();
+  const int64_t n = 1024, k = 1024;
+  const std::vector<uint8_t> w = RandomBlocks(dtype, n, k, 9);
+  const auto p = KQuantPackedWeight::Pack(dtype, w.data(), n, k);
+  EXPECT_LE(static_cast<double>(p->owned_bytes()), 1.05 * static_cast<double>(w.size()));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p->data.get()) % 64, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, KQuantPacked, ::testing::Values(DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS, DType::kQ4_0, DType::kQ5_0,
+                                                           DType::kIQ4_NL),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+}  // namespace
+}  // namespace pagellm

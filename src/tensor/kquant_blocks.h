@@ -1,0 +1,147 @@
+// llama.cpp's k-quant blocks Q4_K, Q5_K, Q6_K and IQ4_XS and the 32-value blocks Q4_0, Q5_0 and
+// IQ4_NL (ggml-common.h), byte for byte, and their dequantization (ggml-quants.c
+// dequantize_row_*, the same float operations in the same order, so the values are
+// bit-identical to llama.cpp's).
+//
+//   const auto* rows = static_cast<const BlockQ6_K*>(table.data);      // [V, H / 256]
+//   DequantizeRowQ6_K(rows + id * (H / 256), H, out);
+//
+// Q4_K: value = d * sc_j * q - dmin * m_j, q 0..15, 8 sub-blocks j of 32 with 6-bit
+// (sc_j, m_j) packed in scales[12] (GetScaleMinK4). qs is 4 chunks of 32 bytes: byte l of
+// chunk c holds element 64c + l (low nibble) and 64c + 32 + l (high nibble).
+// Q6_K: value = d * scales[i / 16] * (q - 32), q 0..63 from 4 bits of ql and 2 of qh
+// (Q6_KCode); 16 sub-blocks of 16 with int8 scales.
+// Q4_0 / Q5_0 / IQ4_NL: value = d * v(code): code - 8, code - 16 (5 bits), kIq4NlValues[code];
+// byte j of qs holds element j (low nibble) and j + 16 (high nibble).
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace pagellm {
+
+struct BlockQ4_K {
+  uint16_t d;     // fp16 super-block scale of the sub-block scales
+  uint16_t dmin;  // fp16 super-block scale of the sub-block mins
+  uint8_t scales[12];
+  uint8_t qs[128];
+};
+static_assert(sizeof(BlockQ4_K) == kQ4_KBlockBytes, "block_q4_K must be 144 bytes");
+
+// Q5_K: as Q4_K plus a 5th bit per code: element 64c + l takes bit 2c of qh[l], element
+// 64c + 32 + l bit 2c + 1 (l < 32).
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];
+  uint8_t qs[128];
+};
+static_assert(sizeof(BlockQ5_K) == 176, "block_q5_K must be 176 bytes");
+
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ4_0) == 18, "block_q4_0 must be 18 bytes");
+
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];  // bit j (little-endian u32) = 5th bit of element j
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ5_0) == 22, "block_q5_0 must be 22 bytes");
+
+// ggml's kvalues_iq4nl: the 16 non-uniform levels of IQ4_NL / IQ4_XS.
+inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+// IQ4_NL has Q4_0's bytes; only the meaning of a code differs.
+using BlockIq4Nl = BlockQ4_0;
+
+// The 4-bit code of element i (0..31) of a Q4_0 / IQ4_NL block, and the 5-bit one of Q5_0.
+inline int Q4_0Code(const BlockQ4_0& b, int i) { return i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4; }
+inline int Q5_0Code(const BlockQ5_0& b, int i) {
+  const int low = i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4;
+  return low | (((b.qh[i / 8] >> (i % 8)) & 1) << 4);
+}
+
+// IQ4_XS: 8 sub-blocks of 32, each IQ4_NL-coded (Q4_0's nibble order within the sub-block)
+// with a 6-bit scale ls: value = d * (ls - 32) * kIq4NlValues[code].
+struct BlockIq4Xs {
+  uint16_t d;
+  uint16_t scales_h;   // bits 2j..2j+1: top 2 bits of ls_j
+  uint8_t scales_l[4];  // nibble j % 2 of byte j / 2: low 4 bits of ls_j
+  uint8_t qs[128];
+};
+static_assert(sizeof(BlockIq4Xs) == 136, "block_iq4_xs must be 136 bytes");
+
+inline int Iq4XsCode(const BlockIq4Xs& b, int i) {
+  const int j = i % 32;
+  const uint8_t byte = b.qs[16 * (i / 32) + j % 16];
+  return j < 16 ? byte & 0x0F : byte >> 4;
+}
+// ls_j - 32 of sub-block j (0..7), in [-32, 31].
+inline int Iq4XsScale(const BlockIq4Xs& b, int j) {
+  return (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F) | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
+}
+
+struct BlockQ6_K {
+  uint8_t ql[128];  // low 4 bits
+  uint8_t qh[64];   // high 2 bits
+  int8_t scales[16];
+  uint16_t d;  // fp16
+};
+static_assert(sizeof(BlockQ6_K) == kQ6_KBlockBytes, "block_q6_K must be 210 bytes");
+
+// llama.cpp's get_scale_min_k4: the j-th (0..7) 6-bit scale and min of a Q4_K/Q5_K block.
+void GetScaleMinK4(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min);
+
+// Element i (0..255) of a Q4_K block: its 4-bit code.
+inline int Q4_KCode(const BlockQ4_K& b, int i) {
+  const uint8_t byte = b.qs[(i / 64) * 32 + i % 32];
+  return (i % 64) < 32 ? byte & 0x0F : byte >> 4;
+}
+
+// Element i (0..255) of a Q5_K block: its 5-bit code.
+inline int Q5_KCode(const BlockQ5_K& b, int i) {
+  const uint8_t byte = b.qs[(i / 64) * 32 + i % 32];
+  const int low = (i % 64) < 32 ? byte & 0x0F : byte >> 4;
+  const int bit = 2 * (i / 64) + ((i % 64) < 32 ? 0 : 1);
+  return low | (((b.qh[i % 32] >> bit) & 1) << 4);
+}
+
+// Element i (0..255) of a Q6_K block: its 6-bit code (0..63; the value is centred on 32).
+// In each half of 128, element 32k + l (k = 0..3) takes its low 4 bits from ql[l + 32 (k & 1)]
+// (low nibble for k < 2) and its top 2 from bits 2k..2k+1 of qh[l].
+inline int Q6_KCode(const BlockQ6_K& b, int i) {
+  const int half = i / 128, k = (i % 128) / 32, l = i % 32;
+  const uint8_t low_byte = b.ql[64 * half + l + 32 * (k & 1)];
+  const int low = k < 2 ? low_byte & 0x0F : low_byte >> 4;
+  return low | (((b.qh[32 * half + l] >> (2 * k)) & 3) << 4);
+}
+
+// in [k / 256] blocks -> out [k]. Precondition: k % 256 == 0.
+void DequantizeRowQ4_K(const BlockQ4_K* in, int64_t k, float* out);
+void DequantizeRowQ5_K(const BlockQ5_K* in, int64_t k, float* out);
+void DequantizeRowQ6_K(const BlockQ6_K* in, int64_t k, float* out);
+
+// in [k / 32] blocks -> out [k]. Precondition: k % 32 == 0.
+void DequantizeRowQ4_0(const BlockQ4_0* in, int64_t k, float* out);
+void DequantizeRowQ5_0(const BlockQ5_0* in, int64_t k, float* out);
+void DequantizeRowIq4Nl(const BlockIq4Nl* in, int64_t k, float* out);
+// in [k / 256] blocks -> out [k].
+void DequantizeRowIq4Xs(const BlockIq4Xs* in, int64_t k, float* out);
+
+// A row of k values of a packed-quant dtype (IsPackedQuant) at `in` -> out [k].
+void DequantizeRowKQuant(DType dtype, const void* in, int64_t k, float* out);
+
+// The block types the backends run natively on their int8 kernels (besides kQ8_0):
+// kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kQ4_0, kQ5_0, kIQ4_NL.
+inline bool IsPackedQuant(DType dtype) {
+  return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kIQ4_XS ||
+         dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kIQ4_NL;
+}
+
+}  // namespace pagellm
