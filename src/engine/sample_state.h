@@ -10,6 +10,7 @@
 
 #include "engine/request_output.h"
 #include "engine/stop_checker.h"
+#include "grammar/matcher.h"
 #include "runner/rng.h"
 #include "sched/sampling_params.h"
 #include "tokenizer/incremental_detokenizer.h"
@@ -35,6 +36,11 @@ struct SampleState {
   int32_t num_output_tokens = 0;
   bool finished = false;
   RequestTimes times;
+  // Structured outputs: null when unconstrained. The matcher applies once
+  // `grammar_active` (after params.structured_outputs->start_after_token, if any).
+  std::unique_ptr<grammar::Matcher> matcher;
+  bool grammar_active = false;
+  std::vector<uint32_t> mask;  // [vocab words] this step's allowed tokens
 };
 
 }  // namespace pagellm

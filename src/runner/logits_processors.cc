@@ -1,10 +1,25 @@
 #include "runner/logits_processors.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "common/status.h"
 
 namespace pagellm {
+
+void ApplyTokenMask(std::span<float> row, std::span<const uint32_t> words) {
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t n = row.size();
+  for (size_t w = 0; w < words.size() && w * 32 < n; ++w) {
+    const uint32_t bits = words[w];
+    if (bits == 0xFFFFFFFFu) continue;
+    const size_t end = std::min(n, w * 32 + 32);
+    for (size_t i = w * 32; i < end; ++i) {
+      if (!((bits >> (i & 31)) & 1u)) row[i] = kNegInf;
+    }
+  }
+  for (size_t i = words.size() * 32; i < n; ++i) row[i] = kNegInf;
+}
 namespace {
 
 bool InRange(int32_t token, size_t vocab) {

@@ -20,6 +20,10 @@
 
 namespace pagellm {
 
+// Structured outputs: row[i] = -inf for every i whose bit (words[i >> 5] >> (i & 31))
+// is clear; ids beyond the mask's 32 * words.size() are masked too.
+void ApplyTokenMask(std::span<float> row, std::span<const uint32_t> words);
+
 // row[id] = -inf for every listed id (used to forbid EOS/stop ids before min_tokens).
 void MaskTokens(std::span<float> row, std::span<const int32_t> token_ids);
 

@@ -27,8 +27,9 @@ struct Sampler::RowScratch {
 namespace {
 
 // True if the row must be copied and edited; otherwise it is read in place.
-bool NeedsEdits(const SamplingParams& p, bool min_tokens_active) {
-  return min_tokens_active || !p.logit_bias.empty() ||
+bool NeedsEdits(const SamplingRequest& r, bool min_tokens_active) {
+  const SamplingParams& p = *r.params;
+  return min_tokens_active || !r.allowed_mask.empty() || !p.logit_bias.empty() ||
          p.repetition_penalty.value_or(1.0f) != 1.0f || p.presence_penalty != 0.0f ||
          p.frequency_penalty != 0.0f;
 }
@@ -45,11 +46,23 @@ int32_t SampleRandom(const float* logits, int32_t n, const SamplingParams& p, do
                         : DrawCandidates(cands, u);
 }
 
+bool MaskAllows(std::span<const uint32_t> words, int32_t id) {
+  return id >= 0 && static_cast<size_t>(id >> 5) < words.size() && ((words[id >> 5] >> (id & 31)) & 1u);
+}
+
+int32_t FirstAllowed(std::span<const uint32_t> words, int32_t n) {
+  for (int32_t i = 0; i < n; ++i) {
+    if (MaskAllows(words, i)) return i;
+  }
+  return 0;
+}
+
 }  // namespace
 
 void Sampler::ApplyLogitsProcessors(const SamplingRequest& request, bool min_tokens_active,
                                     std::span<float> row, RowScratch& s) const {
   const SamplingParams& p = *request.params;
+  if (!request.allowed_mask.empty()) ApplyTokenMask(row, request.allowed_mask);
   if (min_tokens_active) {
     s.masked_ids.assign(config_.eos_token_ids.begin(), config_.eos_token_ids.end());
     s.masked_ids.insert(s.masked_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
@@ -109,7 +122,7 @@ SampleResult Sampler::SampleRow(const float* raw, int32_t vocab, const SamplingR
   const double u = request.rng != nullptr ? request.rng->NextUniform() : 0.0;
 
   const float* logits = raw;
-  if (NeedsEdits(p, min_tokens_active)) {
+  if (NeedsEdits(request, min_tokens_active)) {
     std::memcpy(s.logits.data(), raw, sizeof(float) * n);
     ApplyLogitsProcessors(request, min_tokens_active, std::span<float>(s.logits.data(), n), s);
     logits = s.logits.data();
@@ -118,6 +131,9 @@ SampleResult Sampler::SampleRow(const float* raw, int32_t vocab, const SamplingR
   result.token = p.is_greedy() ? ArgmaxRow(logits, n)
                                : SampleRandom(logits, n, p, u, s.weights.data(), s.cands);
   if (result.token < 0) result.token = ArgmaxRow(logits, n);  // every weight was zero
+  if (!request.allowed_mask.empty() && !MaskAllows(request.allowed_mask, result.token)) {
+    result.token = FirstAllowed(request.allowed_mask, n);  // the processors masked every allowed id
+  }
   if (p.logprobs.has_value()) {
     const double lse = LogSumExp(raw, n);
     result.logprob = static_cast<float>(raw[result.token] - lse);

@@ -1,7 +1,7 @@
 // Sampler: turns one step's logits rows into one token per sequence.
 //
 // Per row it applies, in vLLM v1's order:
-//   min_tokens mask (EOS + stop_token_ids -> -inf while output < min_tokens)
+//   grammar mask (structured outputs) -> min_tokens mask (EOS + stop_token_ids -> -inf while output < min_tokens)
 //   -> logit_bias -> repetition penalty -> presence/frequency penalties
 //   -> greedy argmax (SamplingParams::is_greedy())          or
 //   -> temperature -> min_p -> top_k -> top_p -> draw from the renormalised softmax.
@@ -42,6 +42,10 @@ struct SamplingRequest {
   std::span<const int32_t> prompt_ids;  // [num_prompt_tokens]
   std::span<const int32_t> output_ids;  // [num_output_tokens] generated so far
   RngState* rng = nullptr;              // advanced once per call; required unless greedy
+  // Structured outputs: allowed-token bitset (bit i of word i / 32), applied before
+  // every other processor; empty = unconstrained. If min_tokens or a bias leaves no
+  // allowed token with a finite logit, the lowest allowed id is taken.
+  std::span<const uint32_t> allowed_mask;
 };
 
 struct SampleResult {

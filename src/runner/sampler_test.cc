@@ -286,3 +286,44 @@ TEST(SamplerTest, MinTokensMasksEosAndStopTokenIds) {
 
 }  // namespace
 }  // namespace pagellm
+
+namespace pagellm {
+namespace {
+
+// Structured outputs: a grammar mask restricts one row without touching its neighbours.
+TEST(SamplerTest, TokenMaskRestrictsOnlyItsOwnRow) {
+  Sampler sampler({});
+  const int32_t vocab = 300;
+  std::vector<float> logits = RandomLogits(vocab, 5);
+  std::vector<float> batch(logits);
+  batch.insert(batch.end(), logits.begin(), logits.end());
+  std::vector<uint32_t> mask((vocab + 31) / 32, 0);
+  for (int32_t id : {7, 40, 299}) mask[id >> 5] |= 1u << (id & 31);
+  const SamplingParams greedy = Greedy(), hot = Random(5.0f);
+  const int32_t best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  int32_t best_allowed = 7;
+  for (int32_t id : {40, 299}) if (logits[id] > logits[best_allowed]) best_allowed = id;
+  RngState rng = RngState::FromSeed(3);
+  for (int i = 0; i < 100; ++i) {
+    std::vector<SamplingRequest> reqs = {{&hot, {}, {}, &rng, mask}, {&greedy, {}, {}, nullptr, {}}};
+    auto out = sampler.Sample(batch.data(), vocab, reqs);
+    EXPECT_TRUE(out[0].token == 7 || out[0].token == 40 || out[0].token == 299) << out[0].token;
+    EXPECT_EQ(out[1].token, best);
+  }
+  std::vector<SamplingRequest> reqs = {{&greedy, {}, {}, nullptr, mask}};
+  EXPECT_EQ(sampler.Sample(logits.data(), vocab, reqs)[0].token, best_allowed);
+}
+
+TEST(SamplerTest, TokenMaskWinsOverMinTokens) {
+  // Only EOS (id 2) is allowed while min_tokens forbids it: the allowed id is taken.
+  Sampler sampler(SamplerConfig{.num_valid_tokens = 0, .eos_token_ids = {2}});
+  std::vector<float> logits = {0.0f, 1.0f, 0.5f, 2.0f};
+  std::vector<uint32_t> mask = {1u << 2};
+  SamplingParams p = Greedy();
+  p.min_tokens = 5;
+  std::vector<SamplingRequest> reqs = {{&p, {}, {}, nullptr, mask}};
+  EXPECT_EQ(sampler.Sample(logits.data(), 4, reqs)[0].token, 2);
+}
+
+}  // namespace
+}  // namespace pagellm

@@ -11,10 +11,15 @@
 #include <utility>
 #include <vector>
 
+#include "sched/structured_outputs_params.h"
+
 namespace pagellm {
 
 struct SamplingParams {
   int32_t n = 1;                         // samples per prompt
+  // vLLM's request priority (--scheduling-policy priority): lower runs first; ties in
+  // arrival order. A request attribute beside the sampling ones, as vLLM passes it.
+  int32_t priority = 0;
   std::optional<float> temperature;      // 0 => greedy; default 1.0 or generation_config
   std::optional<float> top_p;            // (0, 1]; default 1.0
   std::optional<int32_t> top_k;          // <= 0 or -1 => disabled
@@ -33,6 +38,7 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> added bias
   std::optional<int32_t> logprobs;       // number of top logprobs per generated token
   std::optional<int32_t> prompt_logprobs;
+  std::optional<StructuredOutputsParams> structured_outputs;  // constrained decoding
 
   bool is_greedy() const { return temperature.has_value() && *temperature <= 1e-5f; }
 };

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "parsers/reasoning_parser.h"
+#include "server/chat_constraints.h"
 #include "server/chat_messages.h"
 #include "server/generation_job.h"
 #include "server/openai_server.h"
@@ -37,7 +38,7 @@ void OpenAiServer::HandleChat(const std::shared_ptr<HttpExchange>& ex, const Ord
   ChatRequest& req = *parsed;
   if (Status s = CheckModel(req.model); !s.ok()) return fail(s);
   bool has_tools = req.tools.is_array() && !req.tools.empty();
-  if (has_tools && req.tool_choice == "auto" && (!options_.enable_auto_tool_choice || options_.tool_call_parser.empty())) {
+  if (has_tools && req.tool_choice.mode == "auto" && (!options_.enable_auto_tool_choice || options_.tool_call_parser.empty())) {
     return RespondError(ex, MakeApiError(400, "\"auto\" tool choice requires --enable-auto-tool-choice and "
                                               "--tool-call-parser to be set", "tool_choice"));
   }
@@ -58,12 +59,16 @@ void OpenAiServer::HandleChat(const std::shared_ptr<HttpExchange>& ex, const Ord
   spec.logprobs = req.logprobs;
   if (req.stream.return_token_ids) spec.prompt_token_ids = {ids};
   spec.parser.reasoning_parser = options_.reasoning_parser;
-  spec.parser.tools_enabled = has_tools && req.tool_choice == "auto";
+  spec.parser.tools_enabled = has_tools && req.tool_choice.mode == "auto";
   if (spec.parser.tools_enabled) spec.parser.tool_parser = options_.tool_call_parser;
   spec.parser.tools = req.tools;
   // Qwen3 with enable_thinking=false gets "<think>\n\n</think>\n\n" in the prompt.
   spec.parser.starts_in_reasoning = !parsers::PromptEndsReasoning(*prompt) &&
                                     !IsFalse(req.chat_template_kwargs, "enable_thinking");
+  if (Status s = ApplyChatConstraints(engine_.core().tokenizer(), options_.tool_call_parser, &req, &spec.parser);
+      !s.ok()) {
+    return fail(s);
+  }
   ++num_inflight_;
   auto job = std::make_shared<GenerationJob>(std::move(spec), ex, engine_, metrics_, [this] { --num_inflight_; });
   std::string engine_id = fmt::format("{}-0", NextId("chatcmpl"));

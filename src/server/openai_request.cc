@@ -1,4 +1,5 @@
 #include "server/openai_request.h"
+#include "server/structured_outputs_request.h"
 
 #include <charconv>
 
@@ -125,6 +126,9 @@ Status ParseSamplingFields(const OrderedJson& body, SamplingParams* p) {
   std::optional<int32_t> n, max_tokens, max_completion_tokens, min_tokens, top_k;
   PAGELLM_RETURN_IF_ERROR(ReadInt32(body, "n", &n));
   if (n) p->n = *n;
+  std::optional<int32_t> priority;
+  PAGELLM_RETURN_IF_ERROR(ReadInt32(body, "priority", &priority));
+  if (priority) p->priority = *priority;
   PAGELLM_RETURN_IF_ERROR(ReadInt32(body, "max_tokens", &max_tokens));
   PAGELLM_RETURN_IF_ERROR(ReadInt32(body, "max_completion_tokens", &max_completion_tokens));
   // OpenAI deprecated max_tokens in favour of max_completion_tokens; the newer wins.
@@ -154,6 +158,7 @@ Status ParseSamplingFields(const OrderedJson& body, SamplingParams* p) {
   PAGELLM_RETURN_IF_ERROR(ReadBool(body, "skip_special_tokens", &p->skip_special_tokens));
   PAGELLM_RETURN_IF_ERROR(ReadBool(body, "include_stop_str_in_output", &p->include_stop_str_in_output));
   PAGELLM_RETURN_IF_ERROR(ParseLogitBias(body, p));
+  PAGELLM_RETURN_IF_ERROR(ParseStructuredOutputs(body, p));
   if (Present(body, "best_of")) return InvalidArgumentError("best_of: not supported (removed in vLLM V1)");
   return OkStatus();
 }
@@ -168,11 +173,7 @@ StatusOr<ChatRequest> ParseChatRequest(const OrderedJson& body, chat::ContentFor
     PAGELLM_ASSIGN_OR_RETURN(r.tools, ValidateTools(body["tools"]));
   }
   if (Present(body, "tool_choice")) {
-    const OrderedJson& tc = body["tool_choice"];
-    if (!tc.is_string() || (tc != "auto" && tc != "none")) {
-      return InvalidArgumentError("tool_choice: only \"auto\" and \"none\" are supported");
-    }
-    r.tool_choice = tc.get<std::string>();
+    PAGELLM_ASSIGN_OR_RETURN(r.tool_choice, ParseToolChoice(body["tool_choice"]));
   }
   if (Present(body, "chat_template_kwargs")) {
     if (!body["chat_template_kwargs"].is_object()) return TypeError("chat_template_kwargs", "an object");

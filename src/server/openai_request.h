@@ -19,6 +19,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "sched/sampling_params.h"
+#include "server/tool_choice.h"
 
 namespace pagellm::server {
 
@@ -35,7 +36,7 @@ struct ChatRequest {
   std::string model;                  // "" => the served model
   OrderedJson messages;               // normalized (see chat_messages.h)
   OrderedJson tools;                  // array, or null
-  std::string tool_choice = "auto";   // "auto" | "none"
+  ToolChoice tool_choice;             // auto | none | required | named
   OrderedJson chat_template_kwargs = OrderedJson::object();
   bool add_generation_prompt = true;
   bool continue_final_message = false;

@@ -1,0 +1,114 @@
+// Matcher: masks equal the token-by-token reference, EOS only where accepting,
+// rollback restores the state, padding rows are never allowed.
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema.h"
+#include "grammar/test_support.h"
+
+namespace pagellm::grammar {
+namespace {
+
+std::vector<int32_t> Allowed(std::span<const uint32_t> words, int32_t rows) {
+  std::vector<int32_t> out;
+  for (int32_t i = 0; i < rows; ++i) {
+    if (words[i >> 5] >> (i & 31) & 1) out.push_back(i);
+  }
+  return out;
+}
+
+// Random walks through the grammar: at every step the fast mask equals the reference,
+// and the sampled token is accepted.
+void CheckRandomWalks(const std::shared_ptr<const CompiledGrammar>& g, const TokenVocab& v, int walks, int steps) {
+  std::mt19937 rng(1234);
+  std::vector<uint32_t> fast(v.num_words()), ref(v.num_words());
+  for (int w = 0; w < walks; ++w) {
+    Matcher m(g, &v);
+    for (int s = 0; s < steps; ++s) {
+      m.FillMask(fast);
+      m.FillMaskReference(ref);
+      ASSERT_EQ(Allowed(fast, v.num_rows()), Allowed(ref, v.num_rows())) << "walk " << w << " step " << s;
+      std::vector<int32_t> allowed = Allowed(fast, v.num_rows());
+      EXPECT_LT(allowed.empty() ? -1 : allowed.back(), v.num_tokens());  // padding never allowed
+      if (allowed.empty()) break;
+      int32_t t = allowed[rng() % allowed.size()];
+      ASSERT_TRUE(m.AcceptToken(t));
+      if (v.is_eos(t)) break;
+    }
+  }
+}
+
+TEST(MatcherTest, MaskEqualsReferenceOnJsonSchema) {
+  auto v = testing::SmallVocab();
+  auto g = JsonSchemaToGrammar(OrderedJson::parse(R"({"type":"object","properties":{"name":{"type":"string","maxLength":5},
+      "age":{"type":"integer","minimum":0,"maximum":150},"tags":{"type":"array","items":{"type":"string"}},
+      "kind":{"enum":["yes","no"]}},"required":["name","kind"]})"), {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  CheckRandomWalks(testing::MustCompile(*g), *v, 30, 60);
+}
+
+TEST(MatcherTest, MaskEqualsReferenceOnRecursiveGrammar) {
+  auto v = testing::SmallVocab();
+  auto g = JsonObjectGrammar({});
+  ASSERT_TRUE(g.ok());
+  CheckRandomWalks(testing::MustCompile(*g), *v, 20, 80);
+  auto gb = ParseGbnf("root ::= item (\", \" item)*\nitem ::= \"[\" root? \"]\" | [a-c]+ | \"\\u4f60\"");
+  ASSERT_TRUE(gb.ok()) << gb.status();
+  CheckRandomWalks(testing::MustCompile(*gb), *v, 20, 40);
+}
+
+TEST(MatcherTest, EosOnlyWhereAcceptingAndTerminates) {
+  auto v = testing::SmallVocab();
+  auto g = ParseGbnf("root ::= \"yes\" | \"no\"");
+  Matcher m(testing::MustCompile(*g), v.get());
+  std::vector<uint32_t> words(v->num_words());
+  m.FillMask(words);
+  EXPECT_FALSE(words[0] & 1);  // EOS
+  EXPECT_FALSE(m.IsAccepting());
+  ASSERT_TRUE(m.AcceptBytes("ye"));
+  EXPECT_FALSE(m.AcceptToken(0));
+  ASSERT_TRUE(m.AcceptBytes("s"));
+  EXPECT_TRUE(m.IsTerminated());
+  m.FillMask(words);
+  EXPECT_EQ(Allowed(words, v->num_rows()), std::vector<int32_t>{0});  // only EOS
+  EXPECT_TRUE(m.AcceptToken(0));
+  m.FillMask(words);
+  EXPECT_TRUE(Allowed(words, v->num_rows()).empty());
+}
+
+TEST(MatcherTest, RollbackRestoresEarlierStates) {
+  auto v = testing::SmallVocab();
+  auto g = JsonObjectGrammar({});
+  Matcher m(testing::MustCompile(*g), v.get());
+  std::vector<uint32_t> before(v->num_words()), after(v->num_words());
+  ASSERT_TRUE(m.AcceptBytes("{\""));
+  m.FillMask(before);
+  ASSERT_TRUE(m.AcceptBytes("ab"));
+  ASSERT_TRUE(m.AcceptBytes("\": ["));
+  EXPECT_EQ(m.num_tokens(), 3);
+  m.Rollback(2);
+  m.FillMask(after);
+  EXPECT_EQ(before, after);
+  EXPECT_FALSE(m.AcceptBytes("\n"));  // raw newline inside a key
+  EXPECT_EQ(m.num_tokens(), 1);
+}
+
+TEST(MatcherTest, RejectsTokensOutsideTheGrammar) {
+  auto v = testing::SmallVocab();
+  auto g = JsonSchemaToGrammar(OrderedJson::parse(R"({"type":"boolean"})"), {});
+  Matcher m(testing::MustCompile(*g), v.get());
+  int32_t null_id = -1, true_id = -1;
+  for (int32_t i = 0; i < v->num_tokens(); ++i) {
+    if (v->bytes(i) == "null") null_id = i;
+    if (v->bytes(i) == "true") true_id = i;
+  }
+  EXPECT_FALSE(m.AcceptToken(null_id));
+  EXPECT_FALSE(m.AcceptToken(v->num_rows() - 1));  // padding
+  EXPECT_TRUE(m.AcceptToken(true_id));
+  EXPECT_TRUE(m.IsTerminated());
+}
+
+}  // namespace
+}  // namespace pagellm::grammar
