@@ -13,7 +13,7 @@ APT_PACKAGES=(
   libopenmpi-dev openmpi-bin iproute2   # multi-process and multi-host tests (mpirun, ip netns)
   libpcre2-dev libutf8proc-dev libxxhash-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev libboost-dev
-  python3 python3-numpy python3-torch
+  python3 python3-numpy python3-torch python3-yaml
   prometheus   # promtool checks /metrics in the e2e tests
 )
 # Node.js may come from elsewhere (e.g. NodeSource, which bundles npm and conflicts with

@@ -7,6 +7,8 @@ namespace pagellm::cli {
 // router_command.cc (declared here rather than in commands.h, which every command
 // includes: one more subcommand should not rebuild them all).
 void RegisterRouterCommand(CLI::App& app);
+void RegisterAgentCommand(CLI::App& app);    // agent_command.cc
+void RegisterRolloutCommand(CLI::App& app);  // rollout_command.cc
 
 namespace {
 int g_exit_code = 0;
@@ -21,6 +23,8 @@ void RegisterAllCommands(CLI::App& app) {
   RegisterLogitsCommand(app);
   RegisterServeCommand(app);
   RegisterRouterCommand(app);
+  RegisterAgentCommand(app);
+  RegisterRolloutCommand(app);
   RegisterConvertCommand(app);
   RegisterBenchCommand(app);
   RegisterDistWorkerCommand(app);

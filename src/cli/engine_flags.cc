@@ -29,6 +29,18 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_option("--max-num-seqs", c->max_num_seqs, "requests running at once")->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", c->max_num_batched_tokens, "tokens computed per step")
       ->capture_default_str();
+  cmd->add_option("--scheduling-policy", c->scheduling_policy,
+                  "fcfs, or priority: requests' `priority` field (lower first) orders admission and preemption")
+      ->check(CLI::IsMember({"fcfs", "priority"}))
+      ->capture_default_str();
+  cmd->add_option("--max-num-queued-reqs", c->max_num_queued_reqs,
+                  "requests waiting to run beyond which new ones get 429 + Retry-After (0: unbounded)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-num-queued-tokens", c->max_num_queued_tokens,
+                  "prompt tokens waiting to run beyond which new requests get 429 + Retry-After (0: unbounded)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--long-prefill-token-threshold", c->long_prefill_token_threshold,
                   "cap on one request's prefill chunk (0: a quarter of --max-num-batched-tokens)");
   cmd->add_option("--max-prefill-tokens-per-step", c->max_prefill_tokens_per_step,

@@ -64,7 +64,8 @@ Status CheckFlags(const ServeFlags& f) {
   return server::ResponseParser::CheckNames(f.reasoning_parser, f.tool_call_parser);
 }
 
-// Waits for SIGINT/SIGTERM (blocked in every thread), logging stats every 10 s.
+// Waits for SIGINT/SIGTERM (blocked in every thread), logging stats every 10 s;
+// SIGUSR2 resets the prefix cache (as POST /reset_prefix_cache).
 // Returns the engine's health error instead when it breaks (a tensor-parallel rank
 // died or hung): /health has answered 503 since, and the caller exits non-zero.
 Status WaitForSignal(LlmEngine& engine, server::OpenAiServer& api, bool log_stats) {
@@ -72,6 +73,7 @@ Status WaitForSignal(LlmEngine& engine, server::OpenAiServer& api, bool log_stat
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR2);
   double next_log = Now() + 10.0;
   for (;;) {
     timespec timeout{1, 0};
@@ -79,6 +81,10 @@ Status WaitForSignal(LlmEngine& engine, server::OpenAiServer& api, bool log_stat
     if (sig == SIGINT || sig == SIGTERM) {
       PLOG_INFO("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
       return OkStatus();
+    }
+    if (sig == SIGUSR2) {
+      PLOG_INFO("received SIGUSR2: resetting the prefix cache");
+      engine.ResetPrefixCache([](bool) {});  // the engine thread logs the outcome
     }
     if (Status health = engine.Health(); !health.ok()) {
       PLOG_ERROR("engine unhealthy, exiting: {}", health.message());
@@ -137,6 +143,7 @@ Status RunServe(ServeFlags& f) {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
   if (f.seed) f.engine.seed = *f.seed;

@@ -38,6 +38,9 @@ struct EngineConfig {
   // Scheduler.
   std::optional<int32_t> max_model_len;  // default: the model's max_position_embeddings
   int32_t max_num_seqs = 256;
+  // vLLM's --scheduling-policy: "fcfs", or "priority" (requests' `priority` field orders
+  // admission and preemption; see SchedulerConfig::priority_policy).
+  std::string scheduling_policy = "fcfs";
   int32_t max_num_batched_tokens = 2048;
   bool enable_chunked_prefill = true;
   // Per-request prefill chunk cap (vLLM's long_prefill_token_threshold); 0 => auto
@@ -55,6 +58,10 @@ struct EngineConfig {
   // most doubles while prompts arrive); < 0 => off (vLLM's behaviour: the budget only).
   double max_step_latency_ms = 0.0;
   int32_t max_logprobs = 20;
+  // Bounded waiting queue (vLLM's --max-num-queued-reqs / --max-num-queued-tokens):
+  // beyond either, a request gets 429 with Retry-After (admission_control.h). 0: none.
+  int64_t max_num_queued_reqs = 0;
+  int64_t max_num_queued_tokens = 0;
 
   // Parallelism (vLLM's --tensor-parallel-size / --distributed-executor-backend).
   // Tensor parallel ranks each hold a shard of every layer (model/shard_plan.h); "mp"

@@ -65,6 +65,7 @@ Status EngineCore::Init() {
   if (eos_token_ids_.empty()) {
     for (int64_t id : mc.eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
   }
+  structured_ = std::make_unique<StructuredOutputs>(*tokenizer_, eos_token_ids_, static_cast<int32_t>(mc.vocab_size));
   PAGELLM_ASSIGN_OR_RETURN(backend_, BackendRegistry::Get("cpu"));
   int32_t max_tokens = std::max(config_.max_num_batched_tokens, 1);
   LinearOptions linear_options;
@@ -125,6 +126,7 @@ Status EngineCore::InitScheduler() {
   in.released_weight_bytes = released_weight_bytes_;
   // Per rank: a shard's heads and MLP columns.
   const ModelConfig& local = model_->config();
+  in.weight_formats = WeightFormatSummary(loaded_.weights);
   in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *
                        (4 * local.hidden_size + 2 * local.q_size() + 2 * local.kv_size() + 2 * local.intermediate_size) * 4;
   in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock());
@@ -176,6 +178,7 @@ Status EngineCore::InitScheduler() {
               "memory left for them)", mc.model_type, config_.hybrid_state_snapshot_interval);
     sc.kv_cache.enable_prefix_caching = false;
   }
+  sc.priority_policy = config_.scheduling_policy == "priority";
   sc.num_state_slots = plan_.num_state_slots;
   sc.num_state_snapshots = plan_.num_state_snapshots;
   sc.state_snapshot_interval_blocks = plan_.state_snapshot_interval_blocks;
@@ -188,7 +191,11 @@ Status EngineCore::ValidateRequest(std::span<const int32_t> prompt, SamplingPara
   if (config_.generation_config == "auto") ApplyGenerationDefaults(loaded_.generation_config, params);
   int32_t vocab = static_cast<int32_t>(loaded_.config.vocab_size);
   PAGELLM_RETURN_IF_ERROR(ValidateSamplingParams(params, config_.max_logprobs, vocab));
+  if (params.structured_outputs) PAGELLM_RETURN_IF_ERROR(structured_->Validate(*params.structured_outputs));
   if (prompt.empty()) return InvalidArgumentError("prompt: the prompt is empty");
+  if (params.priority != 0 && config_.scheduling_policy != "priority") {
+    return InvalidArgumentError("priority: a request priority needs --scheduling-policy priority (the server runs fcfs)");
+  }
   for (int32_t id : prompt) {
     if (id < 0 || id >= vocab) {
       return InvalidArgumentError(fmt::format("prompt: token id {} is outside the vocabulary [0, {})", id, vocab));
@@ -219,6 +226,11 @@ Status EngineCore::AddRequest(const std::string& request_id, std::vector<int32_t
     state->rng = RngState::ForRequest(params.seed, config_.seed, counter, static_cast<uint64_t>(i));
     state->callback = shared_cb;
     state->times.arrival_s = Now();
+    if (params.structured_outputs) {
+      PAGELLM_ASSIGN_OR_RETURN(state->matcher, structured_->NewMatcher(*params.structured_outputs));
+      state->grammar_active = params.structured_outputs->start_after_token < 0;
+      state->mask.resize(static_cast<size_t>(structured_->num_mask_words()));
+    }
     auto req = std::make_unique<Request>(id, prompt, params, state->times.arrival_s, eos_token_ids_, cache_key);
     Status added = scheduler_->AddRequest(std::move(req));
     if (!added.ok()) {

@@ -27,6 +27,7 @@
 #include "engine/memory_plan.h"
 #include "engine/request_output.h"
 #include "engine/step_cost_model.h"
+#include "engine/structured_output.h"
 #include "model/model_loader.h"
 #include "runner/model_runner.h"
 #include "runner/sampler.h"
@@ -60,6 +61,8 @@ class EngineCore {
 
   bool HasWork() const;
   Status Step();
+  // Drops the prefix cache's hashes when no request holds blocks; false otherwise.
+  bool ResetPrefixCache() { return scheduler_->ResetPrefixCache(); }
   // Tensor parallel: Unavailable once a worker rank has exited (any thread may ask);
   // always OK for a single rank. A hung rank shows as a failed Step instead.
   Status GroupHealth() const;
@@ -124,6 +127,11 @@ class EngineCore {
   std::vector<float>* score_sink_ = nullptr;  // set during ScorePrompt
   std::vector<float> sample_rows_;            // gathered rows when scoring
   StepCostModel step_cost_;                   // measured step times -> prefill cap (engine_step.cc)
+  std::unique_ptr<StructuredOutputs> structured_;  // grammar cache + vocabulary for masks
+  // Structured outputs around the sampler (engine_step.cc).
+  void FillGrammarMask(SampleState& st, SamplingRequest* req);
+  // Advances the matcher; true if the grammar is now complete (the sample ends).
+  bool AdvanceGrammar(SampleState& st, int32_t token);
 };
 
 }  // namespace pagellm

@@ -25,6 +25,7 @@ struct HybridStateStats {
 struct EngineStats {
   int32_t num_running = 0;             // vllm:num_requests_running
   int32_t num_waiting = 0;             // vllm:num_requests_waiting
+  int64_t num_waiting_tokens = 0;      // tokens the waiting requests still have to compute
   double kv_cache_usage = 0.0;         // vllm:kv_cache_usage_perc (0..1)
   int64_t prompt_tokens_total = 0;     // vllm:prompt_tokens_total
   int64_t generation_tokens_total = 0; // vllm:generation_tokens_total
@@ -32,6 +33,10 @@ struct EngineStats {
   int64_t prefix_cache_queries = 0;    // vllm:prefix_cache_queries_total (tokens)
   int64_t prefix_cache_hits = 0;       // vllm:prefix_cache_hits_total (tokens)
   int64_t num_steps = 0;
+  // Where the engine thread's step time goes (pagellm:engine_step_seconds_total{phase}):
+  // scheduling, the model's forward pass, sampling (logits to tokens, stop checks,
+  // scheduler update) and handing the deltas to their callbacks.
+  double step_schedule_s = 0.0, step_forward_s = 0.0, step_sample_s = 0.0, step_output_s = 0.0;
   int64_t last_step_tokens = 0;        // vllm:iteration_tokens_total observation
   // pagellm:prefill_token_cap: prefill tokens the next step may take while requests
   // decode (step_cost_model.h); 0 = no cap (only --max-num-batched-tokens).

@@ -44,8 +44,9 @@ Status EngineCore::Step() {
   SchedulerOutput out = scheduler_->Schedule();
   for (const std::string& id : out.finished_ids) EmitAbort(id);
   RecordStepStats(out);
-  if (out.scheduled.empty()) return OkStatus();
   double now = Now();
+  stats_.step_schedule_s += now - step_start_s;
+  if (out.scheduled.empty()) return OkStatus();
   for (const ScheduledRequest& s : out.scheduled) {
     auto it = samples_.find(s.request_id);
     if (it != samples_.end() && it->second->times.first_scheduled_s == 0.0) {
@@ -55,6 +56,8 @@ Status EngineCore::Step() {
     }
   }
   PAGELLM_ASSIGN_OR_RETURN(const StepLogits* logits, runner_->Execute(out, score_sink_ != nullptr));
+  const double forward_end_s = Now();
+  stats_.step_forward_s += forward_end_s - now;
   std::vector<int32_t> sampled(out.scheduled.size(), -1);
   std::vector<std::string> stopped_ids;
   std::unordered_map<std::string, RequestOutput> deltas;
@@ -66,6 +69,8 @@ Status EngineCore::Step() {
     // The scheduler ended it on its own (e.g. max_model_len): report its reason.
     FinishSample(f.request_id, RequestFinishReason(f.status), &deltas[f.request_id]);
   }
+  const double sample_end_s = Now();
+  stats_.step_sample_s += sample_end_s - forward_end_s;
   for (auto& [id, delta] : deltas) {
     auto it = samples_.find(id);
     if (it == samples_.end()) continue;
@@ -75,6 +80,7 @@ Status EngineCore::Step() {
     (*st.callback)(std::move(delta));
     if (done) samples_.erase(it);
   }
+  stats_.step_output_s += Now() - sample_end_s;
   RefreshGauges();  // so readers see the state after this step, not before it
   // The whole step is what a decoding request waits between two tokens.
   step_cost_.Observe(out.total_num_new_tokens, Now() - step_start_s);
@@ -103,6 +109,7 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
     SampleState& st = *samples_.at(s.request_id);
     const Request* req = scheduler_->FindRequest(s.request_id);
     requests.push_back({&st.params, req->prompt_token_ids(), req->output_token_ids(), &st.rng});
+    FillGrammarMask(st, &requests.back());
     sched_index.push_back(logits.scheduled_index[static_cast<size_t>(r)]);
     rows.push_back(r);
   }
@@ -131,8 +138,13 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
     ++stats_.generation_tokens_total;
     if (st.times.first_token_s == 0.0) st.times.first_token_s = now;
     st.times.last_token_s = now;
+    bool grammar_done = AdvanceGrammar(st, token);
     StopResult r = st.stop.Update(token, st.detok.Push(token));
     delta.text += r.text_to_emit;
+    if (grammar_done && !r.finished) {  // nothing but EOS could follow: end here
+      r.finished = true;
+      r.reason = FinishReason::kStop;
+    }
     if (r.finished) {
       stopped_ids->push_back(s.request_id);
       delta.stop_reason = r.stop_reason;
@@ -141,6 +153,26 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
       FinishSample(s.request_id, FinishReasonName(r.reason), &delta);
     }
   }
+}
+
+void EngineCore::FillGrammarMask(SampleState& st, SamplingRequest* req) {
+  if (st.matcher == nullptr || !st.grammar_active) return;
+  st.matcher->FillMask(st.mask);
+  req->allowed_mask = st.mask;
+}
+
+bool EngineCore::AdvanceGrammar(SampleState& st, int32_t token) {
+  if (st.matcher == nullptr) return false;
+  if (!st.grammar_active) {
+    st.grammar_active = token == st.params.structured_outputs->start_after_token;
+    return false;
+  }
+  if (!st.matcher->AcceptToken(token)) {
+    // Only reachable if every allowed logit was non-finite; end rather than emit more.
+    PLOG_WARN("structured output: token {} not accepted by the grammar; ending the sample", token);
+    return true;
+  }
+  return st.matcher->IsTerminated();
 }
 
 void EngineCore::FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta) {
@@ -177,6 +209,7 @@ void EngineCore::RecordStepStats(const SchedulerOutput& out) {
 void EngineCore::RefreshGauges() {
   stats_.num_running = scheduler_->num_running();
   stats_.num_waiting = scheduler_->num_waiting();
+  stats_.num_waiting_tokens = scheduler_->num_waiting_tokens();
   stats_.kv_cache_usage = scheduler_->kv_cache().usage();
   stats_.prefix_cache_queries = scheduler_->kv_cache().prefix_cache_queries();
   stats_.prefix_cache_hits = scheduler_->kv_cache().prefix_cache_hits();

@@ -1,14 +1,24 @@
 #include "engine/llm_engine.h"
 
+#include <chrono>
+
 #include "common/logging.h"
 #include "engine/sampling_validation.h"
 #include "model/generation_config.h"
 
 namespace pagellm {
+namespace {
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<LlmEngine>> LlmEngine::Create(const EngineConfig& config) {
   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::Create(config));
-  return std::unique_ptr<LlmEngine>(new LlmEngine(std::move(core)));
+  AdmissionLimits limits{.max_queued_reqs = config.max_num_queued_reqs, .max_queued_tokens = config.max_num_queued_tokens};
+  return std::unique_ptr<LlmEngine>(new LlmEngine(std::move(core), limits));
 }
 
 LlmEngine::~LlmEngine() { Stop(); }
@@ -19,11 +29,30 @@ Status LlmEngine::AddRequest(const std::string& request_id, std::vector<int32_t>
   PAGELLM_RETURN_IF_ERROR(core_->ValidateRequest(prompt, params));
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // The queue: added but not yet taken by the engine thread, and waiting in the core.
+    const int64_t queued_reqs = static_cast<int64_t>(pending_adds_.size()) + stats_.num_waiting;
+    const int64_t queued_tokens = pending_tokens_ + stats_.num_waiting_tokens;
+    const int64_t tokens = static_cast<int64_t>(prompt.size());
+    PAGELLM_RETURN_IF_ERROR(admission_.Admit(queued_reqs, queued_tokens, params.n, tokens));
+    pending_tokens_ += tokens * params.n;
     pending_adds_.push_back({request_id, std::move(prompt), std::move(params), std::move(callback), cache_key});
     ++num_inflight_;
   }
   cv_.notify_one();
   return OkStatus();
+}
+
+void LlmEngine::ResetPrefixCache(std::function<void(bool)> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_resets_.push_back(std::move(done));
+  }
+  cv_.notify_one();
+}
+
+int64_t LlmEngine::RetryAfterSeconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return admission_.RetryAfterSeconds(pending_tokens_ + stats_.num_waiting_tokens);
 }
 
 void LlmEngine::AbortRequest(const std::string& request_id) {
@@ -37,10 +66,17 @@ void LlmEngine::AbortRequest(const std::string& request_id) {
 void LlmEngine::DrainCommands() {
   std::deque<PendingAdd> adds;
   std::vector<std::string> aborts;
+  std::vector<std::function<void(bool)>> resets;
   {
     std::lock_guard<std::mutex> lock(mu_);
     adds.swap(pending_adds_);
     aborts.swap(pending_aborts_);
+    resets.swap(pending_resets_);
+    // They join the core's waiting queue: keep the admission count whole until the
+    // step's stats recount it.
+    for (const PendingAdd& add : adds) stats_.num_waiting += add.params.n;
+    stats_.num_waiting_tokens += pending_tokens_;
+    pending_tokens_ = 0;
   }
   for (PendingAdd& add : adds) {
     // Count completion through the callback so has_work() stays exact.
@@ -70,6 +106,11 @@ void LlmEngine::DrainCommands() {
     }
   }
   for (const std::string& id : aborts) core_->AbortRequest(id);
+  for (auto& done : resets) {
+    bool reset = core_->ResetPrefixCache();
+    PLOG_INFO("reset_prefix_cache: {}", reset ? "cached blocks dropped" : "refused, requests hold blocks");
+    done(reset);
+  }
 }
 
 Status LlmEngine::RunUntilIdle() {
@@ -94,15 +135,18 @@ void LlmEngine::Loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !pending_adds_.empty() || !pending_aborts_.empty() || core_->HasWork(); });
+      cv_.wait(lock, [&] { return stop_ || !pending_adds_.empty() || !pending_aborts_.empty() || !pending_resets_.empty() ||
+                               core_->HasWork(); });
       if (stop_) break;
     }
     DrainCommands();
     if (!core_->HasWork()) continue;
+    const bool queue_waiting = core_->scheduler().num_waiting() > 0;
     Status status = core_->Step();
     if (!status.ok()) PLOG_ERROR("engine step failed: {}", status.ToString());
     std::unique_lock<std::mutex> lock(mu_);
     stats_ = core_->stats();
+    admission_.OnStep(stats_.prompt_tokens_total, queue_waiting, SteadySeconds());
     if (status.code() == StatusCode::kUnavailable) {
       fatal_ = status;  // the model's ranks are gone: no step can succeed again
       cv_.wait(lock, [&] { return stop_; });

@@ -16,12 +16,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "engine/admission_control.h"
 #include "engine/engine_core.h"
 
 namespace pagellm {
@@ -36,6 +38,12 @@ class LlmEngine {
   Status AddRequest(const std::string& request_id, std::vector<int32_t> prompt_token_ids, SamplingParams params,
                     OutputCallback callback, const std::string& cache_key = "");
   void AbortRequest(const std::string& request_id);
+  // vLLM's /reset_prefix_cache, run on the engine thread between steps; `done` gets
+  // whether the cache was reset (false while any request holds blocks) there.
+  void ResetPrefixCache(std::function<void(bool reset)> done);
+  // After AddRequest refused a request as overloaded (ResourceExhausted): seconds until
+  // the waiting queue has drained at the measured rate (admission_control.h).
+  int64_t RetryAfterSeconds() const;
 
   void Start();  // spawns the engine thread
   void Stop();   // finishes the current step and joins; pending requests are aborted
@@ -54,7 +62,8 @@ class LlmEngine {
  private:
   // Stats start as the core's, so /metrics shows every family (hybrid ones too) before
   // the first step.
-  explicit LlmEngine(std::unique_ptr<EngineCore> core) : core_(std::move(core)), stats_(core_->stats()) {}
+  LlmEngine(std::unique_ptr<EngineCore> core, AdmissionLimits limits)
+      : core_(std::move(core)), stats_(core_->stats()), admission_(limits) {}
   void Loop();
   void DrainCommands();  // applies queued adds/aborts; engine thread only
 
@@ -70,7 +79,10 @@ class LlmEngine {
   std::condition_variable cv_;
   std::deque<PendingAdd> pending_adds_;
   std::vector<std::string> pending_aborts_;
+  std::vector<std::function<void(bool)>> pending_resets_;
+  int64_t pending_tokens_ = 0;  // prompt tokens of pending_adds_ (x n)
   EngineStats stats_;
+  AdmissionControl admission_;
   int64_t num_inflight_ = 0;  // queued + in the core
   Status fatal_;              // a step's Unavailable error: the group is broken
   bool stop_ = false;

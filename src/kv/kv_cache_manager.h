@@ -70,6 +70,8 @@ class KvCacheManager {
   const BlockPool& pool() const { return pool_; }
   int32_t num_free_blocks() const { return pool_.num_free_blocks(); }
   double usage() const { return pool_.usage(); }
+  // Drops every cached prefix hash; false (nothing dropped) while any block is in use.
+  bool ResetPrefixCache() { return pool_.ResetPrefixCache(); }
   // Tokens looked up / found in the prefix cache by admitted requests (vLLM
   // prefix_cache_queries / prefix_cache_hits; counted in tokens).
   int64_t prefix_cache_queries() const { return prefix_cache_queries_; }

@@ -23,13 +23,16 @@ size_t SkipLabels(std::string_view text, size_t open) {
   return std::string_view::npos;
 }
 
-bool ParseSampleLine(std::string_view line, std::string* name, double* value) {
+bool ParseSampleLine(std::string_view line, std::string_view* name, std::string_view* labels, double* value) {
   size_t end = line.find_first_of("{ \t");
   if (end == 0 || end == std::string_view::npos) return false;
-  *name = std::string(line.substr(0, end));
+  *name = line.substr(0, end);
+  *labels = {};
   if (line[end] == '{') {
+    const size_t open = end;
     end = SkipLabels(line, end);
     if (end == std::string_view::npos) return false;
+    *labels = line.substr(open + 1, end - open - 2);
   }
   const size_t start = line.find_first_not_of(" \t", end);
   if (start == std::string_view::npos || start == end) return false;
@@ -42,8 +45,8 @@ bool ParseSampleLine(std::string_view line, std::string* name, double* value) {
 
 }  // namespace
 
-PrometheusSamples ParsePrometheusText(std::string_view text) {
-  PrometheusSamples samples;
+void ForEachPrometheusSample(std::string_view text,
+                             const std::function<void(std::string_view, std::string_view, double)>& fn) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
@@ -53,10 +56,17 @@ PrometheusSamples ParsePrometheusText(std::string_view text) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const size_t first = line.find_first_not_of(" \t");
     if (first == std::string_view::npos || line[first] == '#') continue;
-    std::string name;
+    std::string_view name, labels;
     double value = 0.0;
-    if (ParseSampleLine(line.substr(first), &name, &value)) samples[name] += value;
+    if (ParseSampleLine(line.substr(first), &name, &labels, &value)) fn(name, labels, value);
   }
+}
+
+PrometheusSamples ParsePrometheusText(std::string_view text) {
+  PrometheusSamples samples;
+  ForEachPrometheusSample(text, [&](std::string_view name, std::string_view, double value) {
+    samples[std::string(name)] += value;
+  });
   return samples;
 }
 

@@ -5,6 +5,7 @@
 //   double kv = s["vllm:kv_cache_usage_perc"];   // summed over label sets
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -16,5 +17,11 @@ namespace pagellm::metrics {
 // (name_bucket, name_sum, name_count).
 using PrometheusSamples = std::map<std::string, double>;
 PrometheusSamples ParsePrometheusText(std::string_view text);
+
+// Calls fn(name, labels, value) for every sample line; `labels` is the text between the
+// braces ("" when there are none). What ParsePrometheusText sums, one line at a time
+// (histogram readers need the `le` label of each bucket).
+void ForEachPrometheusSample(std::string_view text,
+                             const std::function<void(std::string_view name, std::string_view labels, double value)>& fn);
 
 }  // namespace pagellm::metrics

@@ -32,7 +32,7 @@ int HttpStatusFor(StatusCode code) {
     case StatusCode::kUnauthenticated: return 401;
     case StatusCode::kPermissionDenied: return 403;
     case StatusCode::kNotFound: return 404;
-    case StatusCode::kResourceExhausted:
+    case StatusCode::kResourceExhausted: return 429;  // an overloaded server's bounded queue
     case StatusCode::kUnavailable: return 503;
     case StatusCode::kUnimplemented: return 501;
     default: return 500;
@@ -57,6 +57,7 @@ const char* ApiErrorType(int http_status) {
     case 404: return "NotFoundError";
     case 405: return "MethodNotAllowedError";
     case 413: return "RequestEntityTooLargeError";
+    case 429: return "RateLimitError";
     case 501: return "NotImplementedError";
     case 503: return "ServiceUnavailableError";
     default: return "InternalServerError";

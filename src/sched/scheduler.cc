@@ -66,8 +66,31 @@ Status Scheduler::AddRequest(std::unique_ptr<Request> request) {
   }
   Request* req = request.get();
   requests_.emplace(req->request_id(), std::move(request));
-  waiting_.push_back(req);
+  Enqueue(req, /*preempted=*/false);
   return OkStatus();
+}
+
+namespace {
+
+// (priority, arrival): lower is more urgent.
+bool MoreUrgent(const Request* a, const Request* b) {
+  const int32_t pa = a->sampling_params().priority, pb = b->sampling_params().priority;
+  return pa != pb ? pa < pb : a->arrival_time_s() < b->arrival_time_s();
+}
+
+}  // namespace
+
+void Scheduler::Enqueue(Request* req, bool preempted) {
+  if (!config_.priority_policy) {
+    preempted ? waiting_.push_front(req) : waiting_.push_back(req);
+    return;
+  }
+  waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), req, MoreUrgent), req);
+}
+
+void Scheduler::AddRunning(Request* req) {
+  if (!config_.priority_policy) return running_.push_back(req);
+  running_.insert(std::upper_bound(running_.begin(), running_.end(), req, MoreUrgent), req);
 }
 
 Status Scheduler::AbortRequest(const std::string& request_id) {
@@ -98,7 +121,7 @@ SchedulerOutput Scheduler::Schedule() {
   // Most recent victim first in `preempted`; pushing each to the front leaves the
   // oldest victim at the head, so requests resume in admission order.
   for (Request* req : preempted) {
-    waiting_.push_front(req);
+    Enqueue(req, /*preempted=*/true);
     out.preempted_ids.push_back(req->request_id());
   }
   out.total_num_new_tokens = budget.num_scheduled_tokens();
@@ -154,7 +177,7 @@ void Scheduler::ScheduleWaiting(TokenBudget* budget, SchedulerOutput* out) {
     if (num_new > 0) num_new = CutAtSnapshotBoundary(hits.num_computed_tokens, num_new);
     if (num_new == 0 || !capacity_.TryAdmit(*req, num_new, hits)) break;
     waiting_.pop_front();
-    running_.push_back(req);
+    AddRunning(req);
     req->set_status(RequestStatus::kRunning);
     req->set_num_computed_tokens(hits.num_computed_tokens);
     if (req->num_cached_tokens() < 0) req->set_num_cached_tokens(hits.num_computed_tokens);

@@ -58,6 +58,10 @@ struct SchedulerConfig {
   // snapshotted block only.
   int32_t num_state_snapshots = 0;
   int32_t state_snapshot_interval_blocks = 0;
+  // vLLM's --scheduling-policy priority: the waiting and running queues are ordered by
+  // (priority, arrival), so the most urgent request is admitted first and the least
+  // urgent one is preempted first; false: fcfs.
+  bool priority_policy = false;
 };
 
 struct FinishedRequest {
@@ -100,8 +104,16 @@ class Scheduler {
   bool HasUnfinishedRequests() const { return !requests_.empty(); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  // Tokens the waiting requests (new and preempted) still have to compute.
+  int64_t num_waiting_tokens() const {
+    int64_t n = 0;
+    for (const Request* r : waiting_) n += r->num_tokens() - r->num_computed_tokens();
+    return n;
+  }
   const Request* FindRequest(const std::string& request_id) const;
   const KvCacheManager& kv_cache() const { return *kv_; }
+  // vLLM's reset_prefix_cache: only when no request holds blocks (false otherwise).
+  bool ResetPrefixCache() { return kv_->ResetPrefixCache(); }
   const StateSlotPool& state_slots() const { return state_slots_; }
   const StateSnapshotCache& state_snapshots() const { return snapshots_; }
   bool snapshots_enabled() const;
@@ -133,6 +145,12 @@ class Scheduler {
   StateSnapshotCache snapshots_;
   CapacityScheduler capacity_;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;  // owner
+  // Puts a request into waiting_: at the back (fcfs; a preempted one at the front), or
+  // in (priority, arrival) order.
+  void Enqueue(Request* req, bool preempted);
+  // Appends to running_, or inserts in (priority, arrival) order.
+  void AddRunning(Request* req);
+
   std::deque<Request*> waiting_;                 // FCFS; preempted ones pushed to the front
   std::vector<Request*> running_;                // admission order; preemption pops the back
   std::vector<std::string> pending_abort_ids_;   // applied at the next Schedule()

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "net/api_error.h"
 #include "server/response_format.h"
 
@@ -49,7 +51,11 @@ void GenerationJob::Seal(int32_t num_prompts) {
 void GenerationJob::Fail(const Status& error) {
   error_ = error;
   ApiError e = ApiErrorFromStatus(error);
-  exchange_->Respond(e.http_status, "application/json", ApiErrorBody(e));
+  // An overloaded engine says when its queue will have drained.
+  std::string headers = error.code() == StatusCode::kResourceExhausted
+                            ? fmt::format("Retry-After: {}\r\n", engine_.RetryAfterSeconds())
+                            : "";
+  exchange_->Respond(e.http_status, "application/json", ApiErrorBody(e), std::move(headers));
   cancelled_ = true;  // nothing more is written
   for (const std::string& id : engine_ids_) engine_.AbortRequest(id);
   Seal(static_cast<int32_t>(engine_ids_.size()));

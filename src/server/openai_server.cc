@@ -100,7 +100,7 @@ struct RouteInfo {
 constexpr RouteInfo kRoutes[] = {
     {"/v1/chat/completions", "POST", true}, {"/v1/completions", "POST", true}, {"/v1/models", "GET", false},
     {"/tokenize", "POST", true},           {"/detokenize", "POST", true},     {"/health", "GET", false},
-    {"/version", "GET", false},            {"/metrics", "GET", false},
+    {"/version", "GET", false},            {"/metrics", "GET", false},    {"/reset_prefix_cache", "POST", false},
 };
 
 }  // namespace
@@ -116,7 +116,8 @@ void OpenAiServer::Route(const std::shared_ptr<HttpExchange>& ex) {
   if (req.method != route->method && !(req.method == "HEAD" && std::string(route->method) == "GET")) {
     return RespondError(ex, MakeApiError(405, fmt::format("Method {} not allowed on {}.", req.method, path)));
   }
-  if (!options_.api_key.empty() && path.rfind("/v1/", 0) == 0 && req.authorization != "Bearer " + options_.api_key) {
+  const bool needs_key = path.rfind("/v1/", 0) == 0 || path == "/reset_prefix_cache";
+  if (!options_.api_key.empty() && needs_key && req.authorization != "Bearer " + options_.api_key) {
     return RespondError(ex, MakeApiError(401, "Unauthorized: a valid API key is required (Authorization: Bearer)."));
   }
   if (path == "/health") {
@@ -130,6 +131,15 @@ void OpenAiServer::Route(const std::shared_ptr<HttpExchange>& ex) {
                        metrics_.Render(engine_.stats(), !engine_.has_work()));
   }
   if (path == "/v1/models") return HandleModels(ex);
+  if (path == "/reset_prefix_cache") {
+    // vLLM's endpoint; it only succeeds while no request holds KV blocks (cached
+    // prefixes of idle blocks are already counted free by vllm:kv_cache_usage_perc).
+    return engine_.ResetPrefixCache([ex](bool reset) {
+      OrderedJson body = {{"reset", reset}};
+      if (!reset) body["reason"] = "requests hold KV blocks; the cache can be reset when they are done";
+      ex->Respond(200, "application/json", body.dump());
+    });
+  }
   OrderedJson body = OrderedJson::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return RespondError(ex, MakeApiError(400, "Malformed JSON in the request body."));
   if (!body.is_object()) return RespondError(ex, MakeApiError(400, "The request body must be a JSON object."));

@@ -25,6 +25,17 @@ ServerMetrics::ServerMetrics(const std::string& model_name) {
   prefix_queries_ = r.AddCounter("vllm:prefix_cache_queries_total",
                                  "Prefix cache queries, in terms of number of queried tokens.", m);
   prefix_hits_ = r.AddCounter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", m);
+  steps_ = r.AddCounter("pagellm:engine_steps_total", "Engine steps run.", m);
+  auto phase = [&](const char* name) {
+    Labels l = m;
+    l.emplace_back("phase", name);
+    return r.AddCounter("pagellm:engine_step_seconds_total",
+                        "Engine thread time per step phase: schedule, forward, sample, output.", l);
+  };
+  step_schedule_ = phase("schedule");
+  step_forward_ = phase("forward");
+  step_sample_ = phase("sample");
+  step_output_ = phase("output");
   const char* success_help = "Count of successfully processed requests.";
   auto reason = [&](const char* why) {
     Labels l = m;
@@ -101,6 +112,11 @@ void ServerMetrics::SyncEngine(const EngineStats& s, bool idle) {
   preemptions_->SetCumulative(static_cast<double>(s.num_preemptions_total));
   prefix_queries_->SetCumulative(static_cast<double>(s.prefix_cache_queries));
   prefix_hits_->SetCumulative(static_cast<double>(s.prefix_cache_hits));
+  steps_->SetCumulative(static_cast<double>(s.num_steps));
+  step_schedule_->SetCumulative(s.step_schedule_s);
+  step_forward_->SetCumulative(s.step_forward_s);
+  step_sample_->SetCumulative(s.step_sample_s);
+  step_output_->SetCumulative(s.step_output_s);
   std::lock_guard<std::mutex> lock(mu_);
   // NOTE: EngineStats exposes only the last step's token count, so steps between two
   // samples are attributed to the last one's bucket (exact when sampled every step).

@@ -57,6 +57,7 @@ class ServerMetrics {
   metrics::Labels model_labels_;
   metrics::Gauge *running_, *waiting_, *kv_usage_, *prefill_cap_;
   metrics::Counter *prompt_tokens_, *generation_tokens_, *preemptions_, *prefix_queries_, *prefix_hits_;
+  metrics::Counter *steps_, *step_schedule_, *step_forward_, *step_sample_, *step_output_;
   metrics::Counter *success_stop_, *success_length_, *success_abort_, *success_error_, *aborted_;
   metrics::Histogram *ttft_, *itl_, *e2e_, *queue_, *prefill_, *decode_, *inference_, *iteration_tokens_;
   std::mutex mu_;  // guards the sampling state below
