@@ -131,6 +131,9 @@ asio::awaitable<HttpPostResult> StreamingPost(const tcp::resolver::results_type&
   result.status = static_cast<int>(parser.get().result_int());
   if (result.status != 200) {
     const std::string reason(parser.get().reason());
+    if (auto it = parser.get().find(http::field::retry_after); it != parser.get().end()) {
+      result.retry_after = std::string(it->value());
+    }
     result.error_body = co_await ReadErrorBody(stream, buffer, parser);
     result.error = fmt::format("HTTP {} {}: {}", result.status, reason,
                                result.error_body.substr(0, kErrorMessageBytes));

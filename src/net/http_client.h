@@ -58,6 +58,7 @@ struct HttpPostResult {
   int status = 0;          // HTTP status, 0 when none was received
   std::string error;       // empty when a complete 200 response was read
   std::string error_body;  // a non-200 response's body (its first 64 KiB)
+  std::string retry_after; // a non-200 response's Retry-After header ("" when absent)
   bool cancelled = false;  // stopped because *HttpPost::cancelled turned true
 };
 

@@ -1,5 +1,8 @@
 #include "router/relay.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "net/api_error.h"
@@ -16,9 +19,19 @@ enum class AttemptEnd { kDone, kAnswered, kFailedBeforeBytes, kCut, kCancelled }
 struct AttemptResult {
   AttemptEnd end = AttemptEnd::kDone;
   std::string error;
+  int status = 0;           // the worker's HTTP status (0: none)
+  int64_t retry_after = 0;  // its Retry-After, seconds (0: none)
 };
 
 bool Retryable(int status) { return status == 0 || status == 408 || status == 429 || status >= 500; }
+
+void WriteEvent(RelayJob& job, std::string sse) {
+  if (!job.began) {
+    job.ex->BeginStream("text/event-stream");
+    job.began = true;
+  }
+  job.ex->Write(std::move(sse));
+}
 
 void ForwardEvent(RelayJob& job, const std::string& data) {
   if (data == "[DONE]") {
@@ -34,11 +47,7 @@ void ForwardEvent(RelayJob& job, const std::string& data) {
     if (!forwarded) return;
     out = "data: " + forwarded->dump() + "\n\n";
   }
-  if (!job.began) {
-    job.ex->BeginStream("text/event-stream");
-    job.began = true;
-  }
-  job.ex->Write(std::move(out));
+  WriteEvent(job, std::move(out));
 }
 
 asio::awaitable<AttemptResult> Attempt(RelayJob& job, const WorkerView& w, const std::string& path, std::string body) {
@@ -72,11 +81,7 @@ asio::awaitable<AttemptResult> Attempt(RelayJob& job, const WorkerView& w, const
       job.ex->Respond(200, "application/json", std::move(whole));
       co_return AttemptResult{AttemptEnd::kDone, ""};
     }
-    if (job.saw_done) {
-      job.ex->Write("data: [DONE]\n\n");
-      job.ex->EndStream();
-      co_return AttemptResult{AttemptEnd::kDone, ""};
-    }
+    if (job.saw_done) co_return AttemptResult{AttemptEnd::kDone, ""};
     r.error = "the stream ended without [DONE]";
   }
   if (r.status != 0 && r.status != 200 && !Retryable(r.status)) {
@@ -85,18 +90,43 @@ asio::awaitable<AttemptResult> Attempt(RelayJob& job, const WorkerView& w, const
     co_return AttemptResult{AttemptEnd::kAnswered, ""};
   }
   std::string why = fmt::format("worker {}: {}", w.url, r.error);
-  co_return AttemptResult{job.began ? AttemptEnd::kCut : AttemptEnd::kFailedBeforeBytes, why};
+  int64_t retry_after = 0;
+  if (!r.retry_after.empty()) retry_after = std::max<int64_t>(0, std::strtoll(r.retry_after.c_str(), nullptr, 10));
+  co_return AttemptResult{job.began ? AttemptEnd::kCut : AttemptEnd::kFailedBeforeBytes, why, r.status, retry_after};
 }
 
-// Ends the client's request with `message`: an error response, or, mid-stream, an
-// error event and [DONE] (the status line is long gone).
-void FailJob(RelayJob& job, int status, const std::string& message) {
+// Ends the client's request with `message`: an error response (with Retry-After when
+// retry_after_s > 0), or, mid-stream, an error event and [DONE] (the status line is
+// long gone).
+void FailJob(RelayJob& job, int status, const std::string& message, int64_t retry_after_s = 0) {
   job.service.metrics().OnClientError();
   std::string body = net::ApiErrorBody(net::MakeApiError(status, message));
-  if (!job.began) return job.ex->Respond(status, "application/json", body);
+  std::string headers = retry_after_s > 0 ? fmt::format("Retry-After: {}\r\n", retry_after_s) : "";
+  if (!job.began) return job.ex->Respond(status, "application/json", body, std::move(headers));
   job.ex->Write("data: " + body + "\n\n");
   job.ex->Write("data: [DONE]\n\n");
   job.ex->EndStream();
+}
+
+// Ends a stream: the router's own closing events after a resume (the usage), [DONE].
+void EndStream(RelayJob& job) {
+  for (const OrderedJson& e : job.resume.FinalEvents()) WriteEvent(job, "data: " + e.dump() + "\n\n");
+  job.ex->Write("data: [DONE]\n\n");
+  job.ex->EndStream();
+}
+
+// Moves the stream on to its next unfinished choice; false when the job ended here.
+bool ContinueWithNextChoice(RelayJob& job) {
+  std::vector<OrderedJson> closed;
+  bool more = job.resume.BeginResume(&closed);
+  for (const OrderedJson& e : closed) WriteEvent(job, "data: " + e.dump() + "\n\n");
+  if (more) return true;
+  if (job.resume.AllFinished()) {
+    EndStream(job);
+  } else {
+    FailJob(job, 502, "the stream broke and cannot be resumed");
+  }
+  return false;
 }
 
 }  // namespace
@@ -109,47 +139,81 @@ RelayJob::RelayJob(RouterService& service, std::shared_ptr<net::HttpExchange> ex
 
 asio::awaitable<void> RunRelay(std::shared_ptr<RelayJob> job) {
   RouterService& service = job->service;
-  int num_failed = 0, num_resumes = 0;
+  int num_failed = 0, num_resumes = 0, num_continued = 0;
   std::string last_error = "no worker is ready";
+  // Workers that refused the request as overloaded (429) and when they said to retry.
+  int num_overloaded = 0;
+  int64_t retry_after = 0;
+  // Every worker tried refused as overloaded: shed with 503 and the soonest Retry-After.
+  auto all_overloaded = [&] { return num_overloaded > 0 && num_overloaded == num_failed; };
+  auto shed = [&] {
+    FailJob(*job, 503, fmt::format("every worker tried is overloaded ({})", last_error), std::max<int64_t>(1, retry_after));
+  };
   for (;;) {
     if (job->cancelled) co_return;
     std::optional<WorkerView> w = service.Choose(*job);
     if (!w) {
-      FailJob(*job, 503, fmt::format("no worker could serve the request ({})", last_error));
+      if (all_overloaded()) {
+        shed();
+      } else {
+        FailJob(*job, 503, fmt::format("no worker could serve the request ({})", last_error));
+      }
       co_return;
     }
-    const bool resuming = job->began;
+    const bool resuming = job->resume.resumed();
     std::string path = resuming ? job->resume.ResumePath() : job->path;
     std::string body = resuming ? job->resume.ResumeBody().dump() : job->resume.UpstreamBody().dump();
     service.registry().OnRequestStart(w->url, job->key.est_tokens);
     service.metrics().OnRequest(w->url);
     AttemptResult r = co_await Attempt(*job, *w, path, std::move(body));
     service.registry().OnRequestEnd(w->url, job->key.est_tokens);
+    if (r.end == AttemptEnd::kDone && job->key.stream) {
+      // A resume continues one choice at a time: the next one, or the end.
+      if (job->resume.resumed() && !job->resume.AllFinished()) {
+        if (++num_continued > job->key.n) {  // a worker ended a choice without a finish_reason
+          FailJob(*job, 502, fmt::format("worker {} ended a resumed choice without a finish_reason", w->url));
+          co_return;
+        }
+        if (!ContinueWithNextChoice(*job)) co_return;
+        continue;
+      }
+      EndStream(*job);
+      co_return;
+    }
     if (r.end == AttemptEnd::kDone || r.end == AttemptEnd::kAnswered || r.end == AttemptEnd::kCancelled) co_return;
-    // The worker failed this request: out of rotation until a probe succeeds.
     last_error = r.error;
     job->tried.insert(w->url);
     service.metrics().OnError(w->url);
-    service.registry().SetHealth(w->url, WorkerHealth::kFailed);
+    if (r.end == AttemptEnd::kFailedBeforeBytes && r.status == 429) {
+      // Overloaded, not broken: it stays in rotation; the request tries another worker.
+      ++num_overloaded;
+      retry_after = retry_after == 0 ? r.retry_after : std::min(retry_after, r.retry_after);
+    } else {
+      // The worker failed this request: out of rotation until a probe succeeds.
+      service.registry().SetHealth(w->url, WorkerHealth::kFailed);
+    }
     if (r.end == AttemptEnd::kFailedBeforeBytes) {
       if (++num_failed >= service.options().max_attempts) {
-        FailJob(*job, 502, fmt::format("{} attempts failed; last: {}", num_failed, last_error));
+        if (all_overloaded()) {
+          shed();
+        } else {
+          FailJob(*job, 502, fmt::format("{} attempts failed; last: {}", num_failed, last_error));
+        }
         co_return;
       }
       service.metrics().OnRetry();
       continue;
     }
-    if (job->resume.finished()) {  // cut between the last token and [DONE]
-      job->ex->Write("data: [DONE]\n\n");
-      job->ex->EndStream();
+    if (job->resume.AllFinished()) {  // cut between the last token and [DONE]
+      EndStream(*job);
       co_return;
     }
     if (!job->resume.CanResume() || num_resumes++ >= service.options().max_resumes) {
       FailJob(*job, 502, fmt::format("the stream broke and cannot be resumed ({})", last_error));
       co_return;
     }
-    job->resume.BeginResume();
     service.metrics().OnResume();
+    if (!ContinueWithNextChoice(*job)) co_return;
   }
 }
 

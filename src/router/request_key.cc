@@ -45,6 +45,21 @@ bool Truthy(const OrderedJson& body, const char* key) {
   return !(v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0));
 }
 
+// A constrained output (response_format, structured_outputs, guided_*, a forced tool
+// call): a resumed stream would be a new /v1/completions request whose grammar starts
+// again mid-output (or is dropped with the chat-only fields), so its text could break
+// the constraint. Such streams are not resumed.
+bool Constrained(const OrderedJson& body) {
+  if (body.contains("response_format") && body["response_format"].is_object() &&
+      body["response_format"].value("type", OrderedJson("text")) != "text") {
+    return true;
+  }
+  for (const char* key : {"structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar"}) {
+    if (body.contains(key) && !body[key].is_null()) return true;
+  }
+  return body.contains("tool_choice") && (body["tool_choice"].is_object() || body["tool_choice"] == "required");
+}
+
 }  // namespace
 
 RequestKey ReadRequestKey(const OrderedJson& body, bool chat) {
@@ -69,8 +84,13 @@ RequestKey ReadRequestKey(const OrderedJson& body, bool chat) {
   }
   k.est_tokens = static_cast<int64_t>(k.text.size() / 4) + k.max_tokens;
   k.stream = body.contains("stream") && body["stream"].is_boolean() && body["stream"].get<bool>();
-  bool n_one = !body.contains("n") || body["n"].is_null() || (body["n"].is_number_integer() && body["n"].get<int64_t>() == 1);
-  k.resumable = k.stream && n_one && !Truthy(body, "logprobs") && !Truthy(body, "echo") && !Truthy(body, "best_of") &&
+  bool n_ok = !body.contains("n") || body["n"].is_null();
+  if (body.contains("n") && body["n"].is_number_integer() && body["n"].get<int64_t>() >= 1) {
+    k.n = body["n"].get<int64_t>();
+    n_ok = true;
+  }
+  k.resumable = k.stream && n_ok && !Truthy(body, "echo") && !Truthy(body, "best_of") &&
+                !Constrained(body) &&
                 (chat || (body.contains("prompt") && SinglePrompt(body.at("prompt"))));
   return k;
 }

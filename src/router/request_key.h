@@ -18,8 +18,10 @@ struct RequestKey {
   int64_t max_tokens = 16;  // the request's limit (vLLM's completions default 16)
   bool max_tokens_given = false;
   bool stream = false;
-  // A stream that can be continued elsewhere from its token ids: one prompt, n = 1, no
-  // logprobs, no echo (the router then asks the worker for return_token_ids).
+  int64_t n = 1;            // choices per prompt
+  // A stream that can be continued elsewhere from its token ids: one prompt, no echo,
+  // no best_of, no output constraint (the router then asks the worker for
+  // return_token_ids); any n, logprobs.
   bool resumable = false;
 };
 

@@ -5,6 +5,7 @@
 #include "router/prefix_index.h"
 #include "router/request_key.h"
 #include "router/routing_policy.h"
+#include "router/completion_logprobs.h"
 #include "router/stream_resume.h"
 #include "router/worker_registry.h"
 
@@ -106,10 +107,23 @@ TEST(RequestKeyTest, ChatKeysOnEveryMessageAndCompletionOnPrompt) {
   EXPECT_TRUE(k.resumable);
   OrderedJson two = OrderedJson::parse(R"({"prompt":["a","b"],"stream":true})");
   EXPECT_FALSE(ReadRequestKey(two, false).resumable);
-  OrderedJson lp = OrderedJson::parse(R"({"prompt":"a","stream":true,"logprobs":2})");
-  EXPECT_FALSE(ReadRequestKey(lp, false).resumable);
+  OrderedJson lp = OrderedJson::parse(R"({"prompt":"a","stream":true,"logprobs":2,"n":3})");
+  EXPECT_TRUE(ReadRequestKey(lp, false).resumable);
+  EXPECT_EQ(ReadRequestKey(lp, false).n, 3);
+  OrderedJson echo = OrderedJson::parse(R"({"prompt":"a","stream":true,"echo":true})");
+  EXPECT_FALSE(ReadRequestKey(echo, false).resumable);
   OrderedJson none = OrderedJson::parse(R"({"stream":true})");
   EXPECT_FALSE(ReadRequestKey(none, false).resumable);
+  // A resumed stream would restart (or lose) the grammar mid-output.
+  for (const char* constrained : {R"({"prompt":"a","stream":true,"guided_regex":"a+"})",
+                                  R"({"prompt":"a","stream":true,"structured_outputs":{"choice":["x"]}})",
+                                  R"({"messages":[],"max_tokens":5,"stream":true,"response_format":{"type":"json_object"}})",
+                                  R"({"messages":[],"max_tokens":5,"stream":true,"tool_choice":"required"})"}) {
+    OrderedJson body = OrderedJson::parse(constrained);
+    EXPECT_FALSE(ReadRequestKey(body, body.contains("messages")).resumable) << constrained;
+  }
+  OrderedJson text = OrderedJson::parse(R"({"messages":[],"max_tokens":5,"stream":true,"response_format":{"type":"text"}})");
+  EXPECT_TRUE(ReadRequestKey(text, true).resumable);
 }
 
 TEST(StreamResumeTest, ResumesFromTokenIdsAndRewritesChunks) {
@@ -125,19 +139,108 @@ TEST(StreamResumeTest, ResumesFromTokenIdsAndRewritesChunks) {
   EXPECT_FALSE((*first)["choices"][0].contains("prompt_token_ids"));
   r.OnEvent(OrderedJson::parse(R"({"id":"c1","created":7,"choices":[{"index":0,"text":"B","token_ids":[11]}]})"));
   ASSERT_TRUE(r.CanResume());
+  std::vector<OrderedJson> closed;
+  ASSERT_TRUE(r.BeginResume(&closed));
+  EXPECT_TRUE(closed.empty());
   OrderedJson next = r.ResumeBody();
   EXPECT_EQ(next["prompt"], OrderedJson::parse("[1,2,10,11]"));
   EXPECT_EQ(next["max_tokens"], 3);
-  r.BeginResume();
   auto resumed = r.OnEvent(OrderedJson::parse(R"({"id":"c2","created":9,"choices":[{"index":0,"text":"C",
       "prompt_token_ids":[1,2,10,11],"token_ids":[12],"finish_reason":"length"}]})"));
   EXPECT_EQ((*resumed)["id"], "c1");
   EXPECT_EQ((*resumed)["created"], 7);
-  EXPECT_TRUE(r.finished());
+  EXPECT_TRUE(r.AllFinished());
   auto usage = r.OnEvent(OrderedJson::parse(R"({"id":"c2","choices":[],
       "usage":{"prompt_tokens":4,"completion_tokens":1,"total_tokens":5}})"));
-  EXPECT_EQ((*usage)["usage"]["prompt_tokens"], 2);
-  EXPECT_EQ((*usage)["usage"]["completion_tokens"], 3);
+  EXPECT_FALSE(usage.has_value());  // the router sends its own count at the end
+  std::vector<OrderedJson> final_events = r.FinalEvents();
+  ASSERT_EQ(final_events.size(), 1u);
+  EXPECT_EQ(final_events[0]["usage"]["prompt_tokens"], 2);
+  EXPECT_EQ(final_events[0]["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(final_events[0]["id"], "c1");
+}
+
+TEST(StreamResumeTest, ResumesEveryUnfinishedChoiceWithItsLogprobs) {
+  OrderedJson body = OrderedJson::parse(R"({"model":"m","prompt":"hi","max_tokens":3,"n":3,"logprobs":1,
+      "stream":true,"stream_options":{"include_usage":true}})");
+  StreamResume r(body, false, ReadRequestKey(body, false));
+  auto lp = [](int offset, const char* tok) {
+    return OrderedJson{{"text_offset", {offset}}, {"token_logprobs", {-0.5}}, {"tokens", {tok}},
+                       {"top_logprobs", {{{tok, -0.5}}}}};
+  };
+  OrderedJson c0 = {{"index", 0}, {"text", "ab"}, {"token_ids", {10}}, {"logprobs", lp(0, "ab")},
+                    {"prompt_token_ids", {1}}};
+  OrderedJson c1 = {{"index", 1}, {"text", "x"}, {"token_ids", {20}}, {"logprobs", lp(0, "x")}};
+  OrderedJson c2 = {{"index", 2}, {"text", "y"}, {"token_ids", {30, 31, 32}}, {"logprobs", lp(0, "y")}};
+  r.OnEvent({{"id", "c"}, {"choices", {c0, c1, c2}}});
+  std::vector<OrderedJson> closed;
+  ASSERT_TRUE(r.BeginResume(&closed));
+  EXPECT_EQ(r.ResumeBody()["prompt"], OrderedJson::parse("[1,10]"));
+  EXPECT_EQ(r.ResumeBody()["n"], 1);
+  EXPECT_EQ(r.ResumeBody()["logprobs"], 1);
+  auto out = r.OnEvent(OrderedJson::parse(R"({"id":"z","choices":[{"index":0,"text":"c","token_ids":[11],
+      "logprobs":{"text_offset":[0],"token_logprobs":[-1],"tokens":["c"],"top_logprobs":[{"c":-1}]}}]})"));
+  EXPECT_EQ((*out)["choices"][0]["logprobs"]["text_offset"][0], 2);  // after "ab"
+  out = r.OnEvent(OrderedJson::parse(R"({"id":"z","choices":[{"index":0,"text":"d","token_ids":[12],
+      "finish_reason":"length","logprobs":{"text_offset":[1],"token_logprobs":[-1],"tokens":["d"],
+      "top_logprobs":[{"d":-1}]}}]})"));
+  EXPECT_EQ((*out)["choices"][0]["logprobs"]["text_offset"][0], 3);
+  EXPECT_FALSE(r.AllFinished());
+  ASSERT_TRUE(r.BeginResume(&closed));
+  EXPECT_EQ(r.ResumeBody()["prompt"], OrderedJson::parse("[1,20]"));
+  EXPECT_EQ(r.ResumeBody()["max_tokens"], 2);
+  out = r.OnEvent(OrderedJson::parse(R"({"id":"z","choices":[{"index":0,"text":"q","token_ids":[21,22],
+      "finish_reason":"length"}]})"));
+  EXPECT_EQ((*out)["choices"][0]["index"], 1);
+  // Choice 2 spent its budget before the cut: closed by the router, not resumed.
+  EXPECT_FALSE(r.BeginResume(&closed));
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["choices"][0]["index"], 2);
+  EXPECT_EQ(closed[0]["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(r.AllFinished());
+  EXPECT_EQ(r.FinalEvents()[0]["usage"]["completion_tokens"], 9);
+}
+
+// A token ending in an incomplete UTF-8 character shows no text until the next one; a
+// resume produces it again (its text would be lost otherwise), without repeating its
+// logprobs to the client.
+TEST(StreamResumeTest, HeldBackTokensAreProducedAgain) {
+  OrderedJson body = OrderedJson::parse(R"({"model":"m","prompt":"hi","max_tokens":5,"logprobs":0,"stream":true,
+      "stream_options":{"include_usage":true}})");
+  StreamResume r(body, false, ReadRequestKey(body, false));
+  r.OnEvent(OrderedJson::parse(R"({"id":"c","choices":[{"index":0,"text":"a","prompt_token_ids":[1],"token_ids":[10],
+      "logprobs":{"text_offset":[0],"token_logprobs":[-1],"tokens":["a"],"top_logprobs":[{"a":-1}]}}]})"));
+  r.OnEvent(OrderedJson::parse(R"({"id":"c","choices":[{"index":0,"text":"","token_ids":[11],
+      "logprobs":{"text_offset":[1],"token_logprobs":[-2],"tokens":["\ufffd"],"top_logprobs":[{"\ufffd":-2}]}}]})"));
+  std::vector<OrderedJson> closed;
+  ASSERT_TRUE(r.BeginResume(&closed));
+  EXPECT_EQ(r.ResumeBody()["prompt"], OrderedJson::parse("[1,10]"));
+  EXPECT_EQ(r.ResumeBody()["max_tokens"], 4);
+  auto again = r.OnEvent(OrderedJson::parse(R"({"id":"z","choices":[{"index":0,"text":"","token_ids":[11],
+      "logprobs":{"text_offset":[0],"token_logprobs":[-2],"tokens":["\ufffd"],"top_logprobs":[{"\ufffd":-2}]}}]})"));
+  EXPECT_TRUE((*again)["choices"][0]["logprobs"]["tokens"].empty());
+  auto next = r.OnEvent(OrderedJson::parse(R"({"id":"z","choices":[{"index":0,"text":"\u00e9b","token_ids":[12],
+      "finish_reason":"length","logprobs":{"text_offset":[0],"token_logprobs":[-3],"tokens":["b"],
+      "top_logprobs":[{"b":-3}]}}]})"));
+  EXPECT_EQ((*next)["choices"][0]["text"], "\u00e9b");
+  EXPECT_EQ((*next)["choices"][0]["logprobs"]["text_offset"][0], 1);
+  EXPECT_TRUE(r.AllFinished());
+  EXPECT_EQ(r.FinalEvents()[0]["usage"]["completion_tokens"], 3);
+}
+
+TEST(StreamResumeTest, ChatLogprobsComeBackChatShaped) {
+  OrderedJson completion = OrderedJson::parse(R"({"text_offset":[0,1],"token_logprobs":[-0.1,-2.0],
+      "tokens":["a","b"],"top_logprobs":[{"a":-0.1,"z":-3.0},{"y":-1.0,"x":-1.5,"b":-2.0}]})");
+  OrderedJson chat = ChatLogprobsFromCompletion(completion, 2);
+  ASSERT_EQ(chat["content"].size(), 2u);
+  EXPECT_EQ(chat["content"][0]["token"], "a");
+  EXPECT_EQ(chat["content"][0]["bytes"], OrderedJson::parse("[97]"));
+  EXPECT_EQ(chat["content"][0]["top_logprobs"].size(), 2u);
+  // The sampled token outside the top 2 is not one of the alternatives.
+  EXPECT_EQ(chat["content"][1]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(chat["content"][1]["top_logprobs"][1]["token"], "x");
+  EXPECT_EQ(chat["content"][1]["logprob"], -2.0);
+  EXPECT_EQ(NextTextOffset(completion, 0), 2);
 }
 
 TEST(StreamResumeTest, ChatResumeIsChatShaped) {
@@ -148,10 +251,11 @@ TEST(StreamResumeTest, ChatResumeIsChatShaped) {
       "choices":[{"index":0,"delta":{"role":"assistant","content":""},"token_ids":[]}]})"));
   r.OnEvent(OrderedJson::parse(R"({"id":"k","choices":[{"index":0,"delta":{"content":"a"},"token_ids":[6]}]})"));
   ASSERT_TRUE(r.CanResume());
+  std::vector<OrderedJson> closed;
+  ASSERT_TRUE(r.BeginResume(&closed));
   OrderedJson next = r.ResumeBody();
   EXPECT_FALSE(next.contains("messages"));
   EXPECT_EQ(next["prompt"], OrderedJson::parse("[5,6]"));
-  r.BeginResume();
   auto out = r.OnEvent(OrderedJson::parse(R"({"id":"z","object":"text_completion","choices":[{"index":0,"text":"b",
       "token_ids":[7],"finish_reason":null}]})"));
   EXPECT_EQ((*out)["object"], "chat.completion.chunk");

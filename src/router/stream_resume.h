@@ -5,17 +5,24 @@
 //   StreamResume r(client_body, chat, key);
 //   OrderedJson first = r.UpstreamBody();     // client's body + return_token_ids
 //   for each SSE event of the attempt:  if (auto out = r.OnEvent(json)) send(*out);
-//   // the worker died: continue elsewhere
-//   OrderedJson next = r.ResumeBody();        // /v1/completions: prompt ids + ids so far
+//   // the worker died: continue elsewhere, one unfinished choice at a time
+//   while (!r.AllFinished() && r.BeginResume(&events)) {   // events: synthetic finishes
+//     post r.ResumeBody() to r.ResumePath(), relaying its events through OnEvent
+//   }
+//   for (auto& e : r.FinalEvents()) send(e);  // the corrected usage chunk, if asked for
 //
 // The router asks the worker for token ids (vLLM's `return_token_ids`: the first chunk
-// carries `prompt_token_ids`, every chunk its `token_ids`), records them, and removes
-// them from what the client sees unless the client asked for them. A resume is a
-// /v1/completions request whose prompt is the prompt's ids plus the ids produced so far
-// and whose max_tokens is what is left, so greedy decoding continues token-identically
-// (re-tokenizing the text would not). Its chunks are rewritten to the first attempt's
-// id and created time, chat-shaped for a chat request, and its usage is corrected so
-// prompt and completion tokens count as if nothing happened.
+// carries `prompt_token_ids`, every chunk its `token_ids`), records them per choice,
+// and removes them from what the client sees unless the client asked for them. A
+// resume is a /v1/completions request for one unfinished choice (n = 1) whose prompt is
+// the prompt's ids plus that choice's ids so far and whose max_tokens is what is left,
+// so greedy decoding continues token-identically (re-tokenizing the text would not);
+// tokens whose text the worker held back (an incomplete UTF-8 character) are left out
+// of that prompt and generated again, their ids and logprobs not shown twice.
+// Its chunks are rewritten to the first attempt's id, created time and the choice's
+// index, chat-shaped for a chat request (logprobs too); completions text offsets
+// continue the choice's text; usage is the router's own count (prompt once, every
+// choice's tokens), sent once at the end.
 #pragma once
 
 #include <cstdint>
@@ -33,34 +40,59 @@ class StreamResume {
   StreamResume(const OrderedJson& client_body, bool chat, const RequestKey& key);
 
   OrderedJson UpstreamBody() const;
-  // True when a resume is possible now (token ids seen, tokens left to generate).
+  // True when a resume is possible now (token ids seen, a choice with tokens left).
   bool CanResume() const;
+  // Picks the next unfinished choice to continue; a choice whose budget is spent is
+  // closed instead, with a finish_reason "length" event appended to `events`. False
+  // when no choice is left to continue.
+  bool BeginResume(std::vector<OrderedJson>* events);
+  // The request that continues the choice BeginResume picked.
   OrderedJson ResumeBody() const;
   const char* ResumePath() const { return "/v1/completions"; }
-  // Marks that the following events come from a resumed attempt.
-  void BeginResume();
   // One parsed SSE data event; the event to forward (nullopt: drop it).
   std::optional<OrderedJson> OnEvent(OrderedJson event);
-  // A finish_reason arrived: only [DONE] (and the usage chunk) can still be missing.
-  bool finished() const { return finished_; }
-  int64_t num_generated() const { return static_cast<int64_t>(generated_.size()); }
+  // What goes before [DONE] once every choice finished after a resume.
+  std::vector<OrderedJson> FinalEvents() const;
+  bool resumed() const { return current_ >= 0; }
+  // Every choice has its finish_reason: only [DONE] (and the usage chunk) can be missing.
+  bool AllFinished() const;
+  int64_t num_generated() const;
 
  private:
-  OrderedJson RewriteResumed(OrderedJson event) const;
+  struct Choice {
+    std::vector<int64_t> generated;
+    bool finished = false;
+    int64_t next_text_offset = 0;  // completions text_offset of the next token
+    int64_t offset_base = 0;       // what the current resume's offsets count from
+    // Tokens whose text the client has seen: a token ending in an incomplete UTF-8
+    // character is held back by the worker's detokenizer until the next token, and
+    // the next worker would never emit it, so a resume starts after the last token of
+    // a chunk that carried text and produces the held-back ones again.
+    size_t settled = 0;
+    int64_t settled_offset = 0;
+    int64_t repeat = 0;  // tokens the current resume produces again: not shown twice
+  };
+
+  OrderedJson RewriteResumed(OrderedJson event);
+  OrderedJson ChatChoice(const OrderedJson& choice) const;
   // Takes the ids out of a choice (or a chunk holding prompt_token_ids).
   void Record(OrderedJson& choice);
+  int64_t Remaining(const Choice& c) const { return key_.max_tokens - static_cast<int64_t>(c.generated.size()); }
+  OrderedJson ChunkHeader() const;
 
   OrderedJson client_body_;
   bool chat_;
   RequestKey key_;
   bool client_wants_ids_ = false;
-  bool resumed_ = false;
+  bool wants_usage_ = false;
+  int64_t top_k_ = 0;          // chat: top_logprobs asked for
   std::optional<std::vector<int64_t>> prompt_ids_;
-  std::vector<int64_t> generated_;
-  OrderedJson first_id_;       // id of the first attempt's chunks
+  std::vector<Choice> choices_;  // by the client's choice index
+  int current_ = -1;             // choice being continued; -1 before any resume
+  OrderedJson first_id_;         // the first attempt's id, created and model
   OrderedJson first_created_;
-  bool finished_ = false;      // a finish_reason was seen
-  int64_t resume_offset_ = 0;  // tokens generated before the current attempt began
+  OrderedJson first_model_;
+  int64_t cached_tokens_ = -1;   // from a usage chunk, when one was seen
 };
 
 }  // namespace pagellm::router

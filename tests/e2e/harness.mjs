@@ -35,9 +35,10 @@ export function startServer(pagellm, model, args = [], timeoutMs = 60000) {
     String(64 << 20), "--max-model-len", "2048", "--served-model-name", "tiny", ...args], timeoutMs);
 }
 
-// Starts `pagellm ...args` (a server that logs "ready on http://HOST:PORT"); resolves
-// {proc, port, url, log(), exited}. The process is killed when the test exits.
-export function startProcess(pagellm, args, timeoutMs = 60000) {
+// Starts `pagellm ...args` (a server that logs "ready on http://HOST:PORT", or a line
+// matching `readyPattern`); resolves {proc, port, url, log(), exited}. The process is
+// killed when the test exits.
+export function startProcess(pagellm, args, timeoutMs = 60000, readyPattern = /ready on http:\/\/[0-9.]+:(\d+)/) {
   const proc = spawn(pagellm, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, OMP_NUM_THREADS: "2" } });
   children.add(proc);
   let log = "";
@@ -46,7 +47,7 @@ export function startProcess(pagellm, args, timeoutMs = 60000) {
     const timer = setTimeout(() => reject(new Error(`server not ready after ${timeoutMs} ms:\n${log}`)), timeoutMs);
     const onData = (d) => {
       log += d.toString();
-      const m = log.match(/ready on http:\/\/[0-9.]+:(\d+)/);
+      const m = log.match(readyPattern);
       if (m && timer) {
         clearTimeout(timer);
         const port = Number(m[1]);

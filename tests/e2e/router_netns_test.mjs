@@ -6,40 +6,13 @@
 //
 //   node tests/e2e/router_netns_test.mjs build/pagellm
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { importRef, makeTinyModel, runCases, sleep, startProcess } from "./harness.mjs";
+import { createHosts, ip } from "./netns.mjs";
 
 const [pagellm, filter] = process.argv.slice(2);
 const { default: OpenAI } = await importRef("openai/index.mjs");
-const tag = `pgl${process.pid % 100000}`;
-const hosts = [1, 2].map((i) => ({ ns: `${tag}n${i}`, veth: `${tag}v${i}`, peer: `${tag}p${i}`,
-  hostIp: `10.231.${i}.1`, ip: `10.231.${i}.2` }));
-const ip = (...args) => execFileSync("ip", args, { stdio: ["ignore", "pipe", "pipe"] });
-
-function teardown() {
-  for (const h of hosts) {
-    try { ip("netns", "pids", h.ns).toString().split(/\s+/).filter(Boolean).forEach((p) => process.kill(Number(p), "SIGKILL")); } catch {}
-    try { ip("link", "del", h.veth); } catch {}
-    try { ip("netns", "del", h.ns); } catch {}
-  }
-}
-process.on("exit", teardown);
-try {
-  ip("netns", "add", hosts[0].ns);
-} catch (e) {
-  console.log(`SKIP: ip netns is not permitted here (${String(e.stderr ?? e).trim()})`);
-  process.exit(77);
-}
-for (const [i, h] of hosts.entries()) {
-  if (i > 0) ip("netns", "add", h.ns);
-  ip("link", "add", h.veth, "type", "veth", "peer", "name", h.peer);
-  ip("link", "set", h.peer, "netns", h.ns);
-  ip("addr", "add", `${h.hostIp}/24`, "dev", h.veth);
-  ip("link", "set", h.veth, "up");
-  ip("netns", "exec", h.ns, "ip", "addr", "add", `${h.ip}/24`, "dev", h.peer);
-  ip("netns", "exec", h.ns, "ip", "link", "set", h.peer, "up");
-  ip("netns", "exec", h.ns, "ip", "link", "set", "lo", "up");
-}
+const hosts = createHosts(`pgl${process.pid % 100000}`, 231, 2);
+if (!hosts) process.exit(77);
 
 const model = makeTinyModel(pagellm);
 // A worker on host h: `ip netns exec NS pagellm serve --host <its address>`.

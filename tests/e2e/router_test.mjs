@@ -1,8 +1,9 @@
 // End-to-end tests of `pagellm router` over several `pagellm serve` workers on loopback
 // (qwen3-tiny dummy model, small KV cache): the official openai SDK through the router,
 // OpenAI-shaped errors, prefix affinity, the admin API and draining, a worker killed in
-// the middle of many greedy streams (every stream completes, token-identical to an
-// undisturbed run), a failed worker probed back in, and the worker file.
+// the middle of 200 greedy streams of four kinds (n = 2, logprobs, chat and completions;
+// every stream completes with the text, logprobs and usage of an undisturbed run), a
+// failed worker probed back in, and the worker file.
 //
 //   node tests/e2e/router_test.mjs build/pagellm [case-filter]
 import assert from "node:assert/strict";
@@ -66,6 +67,58 @@ async function streamText(c, prompt, maxTokens) {
   return { text, usage, finish, ids };
 }
 
+// A greedy stream (chat or completions) read to the end through `c`, per choice: text,
+// finish reason, logprobs (tokens and values); and usage, the stream ids seen.
+async function streamChoices(c, { chat, body }, maxTokens) {
+  const params = { model: "tiny", max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true,
+    stream_options: { include_usage: true }, ...body };
+  const stream = chat ? await c.chat.completions.create(params) : await c.completions.create(params);
+  const choices = [];
+  let usage = null;
+  const ids = new Set();
+  for await (const chunk of stream) {
+    ids.add(chunk.id);
+    if (chunk.usage) usage = chunk.usage;
+    for (const ch of chunk.choices) {
+      const out = choices[ch.index] ??= { text: "", finish: null, tokens: [], values: [], tops: [] };
+      out.text += (chat ? ch.delta?.content : ch.text) ?? "";
+      if (ch.finish_reason) out.finish = ch.finish_reason;
+      assert.equal(ch.token_ids, undefined, "token ids the client did not ask for leaked");
+      if (chat && ch.logprobs?.content) {
+        for (const t of ch.logprobs.content) {
+          out.tokens.push(t.token);
+          out.values.push(t.logprob);
+          out.tops.push(t.top_logprobs.map((a) => a.token));
+        }
+      } else if (!chat && ch.logprobs) {
+        out.tokens.push(...ch.logprobs.tokens);
+        out.values.push(...ch.logprobs.token_logprobs);
+        out.tops.push(...ch.logprobs.text_offset);  // completions: the offsets must continue
+      }
+    }
+  }
+  return { choices, usage, ids };
+}
+
+// A resumed stream against its undisturbed reference: the same text per choice, the
+// same logprobs to the bit (a resume recomputes the tokens so far in a prefill, which
+// the engine makes bit-identical to the decode steps of the undisturbed run), the same
+// usage, one stream id.
+function sameStream(got, want, what) {
+  assert.equal(got.choices.length, want.choices.length, `${what}: choices`);
+  got.choices.forEach((g, j) => {
+    const w = want.choices[j];
+    assert.equal(g.text, w.text, `${what} choice ${j}: text`);
+    assert.equal(g.finish, w.finish, `${what} choice ${j}: finish_reason`);
+    assert.deepEqual(g.tokens, w.tokens, `${what} choice ${j}: logprob tokens`);
+    assert.deepEqual(g.tops, w.tops, `${what} choice ${j}: top logprobs / text offsets`);
+    assert.deepEqual(g.values, w.values, `${what} choice ${j}: logprob values`);
+  });
+  assert.equal(got.usage.completion_tokens, want.usage.completion_tokens, `${what}: completion_tokens`);
+  assert.equal(got.usage.prompt_tokens, want.usage.prompt_tokens, `${what}: prompt_tokens`);
+  assert.equal(got.ids.size, 1, `${what}: one stream id across the resume`);
+}
+
 const cases = [
   ["all workers become ready", async () => {
     await waitFor("3 ready workers", async () => (await workerList()).filter((w) => w.health === "ready").length === 3);
@@ -108,26 +161,31 @@ const cases = [
     assert.equal(Math.max(...deltas), 6, `requests per worker: ${deltas}`);
     assert.ok(metricValue(after, "pagellm_router:prefix_hit_rate_estimate") > 0);
   }],
-  ["a worker killed mid-stream: every stream completes, token-identical", async () => {
-    const prompts = Array.from({ length: 12 }, (_, i) => `conversation ${i} goes on and on`);
-    const reference = await Promise.all(prompts.map((p) => streamText(direct, p, 48)));
+  ["a worker killed in the middle of 200 streams: every stream completes, token-identical", async () => {
+    // Four kinds of stream, so a resume must keep n > 1, logprobs and usage right.
+    const kinds = [
+      (i) => ({ chat: false, body: { prompt: `conversation ${i} goes on and on` } }),
+      (i) => ({ chat: false, body: { prompt: `two answers to ${i}`, n: 2, logprobs: 2 } }),
+      (i) => ({ chat: true, body: { messages: [{ role: "user", content: `chat ${i}` }], logprobs: true, top_logprobs: 2 } }),
+      (i) => ({ chat: true, body: { messages: [{ role: "user", content: `twice ${i}` }], n: 2 } }),
+    ];
+    const requests = Array.from({ length: 200 }, (_, i) => kinds[i % kinds.length](i));
+    const reference = [];
+    for (let i = 0; i < requests.length; i += 25) {  // undisturbed, 25 at a time
+      reference.push(...await Promise.all(requests.slice(i, i + 25).map((r) => streamChoices(direct, r, 40))));
+    }
     const before = await routerMetrics();
-    const running = prompts.map((p) => streamText(client, p, 48));
-    await sleep(400);
+    const running = requests.map((r) => streamChoices(client, r, 40));
+    await sleep(1500);
     const victim = workers[2];
     victim.proc.kill("SIGKILL");
     const results = await Promise.all(running);
-    for (let i = 0; i < prompts.length; i++) {
-      assert.equal(results[i].text, reference[i].text, `stream ${i} differs`);
-      assert.equal(results[i].usage.completion_tokens, 48);
-      assert.equal(results[i].usage.prompt_tokens, reference[i].usage.prompt_tokens);
-      assert.equal(results[i].ids.size, 1, "one stream id across the resume");
-    }
+    for (let i = 0; i < requests.length; i++) sameStream(results[i], reference[i], `stream ${i}`);
     const after = await routerMetrics();
     const resumes = metricValue(after, "pagellm_router:resumes_total") - metricValue(before, "pagellm_router:resumes_total");
     const retries = metricValue(after, "pagellm_router:retries_total") - metricValue(before, "pagellm_router:retries_total");
     console.log(`  ${resumes} resumed, ${retries} retried`);
-    assert.ok(resumes + retries > 0, "the kill hit no stream");
+    assert.ok(resumes > 0, "the kill cut no stream");
     await waitFor("the dead worker taken out", async () =>
       (await workerList()).find((w) => w.url === victim.url).health === "failed");
   }],
