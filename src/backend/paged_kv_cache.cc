@@ -9,7 +9,8 @@ size_t KvCacheSpec::BytesPerBlock() const {
 }
 
 Status KvCacheSpec::Validate() const {
-  if (num_layers <= 0 || num_blocks <= 0 || block_size <= 0 || num_kv_heads <= 0 || head_dim <= 0) {
+  // No layers is a pipeline stage without attention layers (hybrid models): an empty cache.
+  if (num_layers < 0 || num_blocks <= 0 || block_size <= 0 || num_kv_heads <= 0 || head_dim <= 0) {
     return InvalidArgumentError(fmt::format(
         "KV cache sizes must be positive (layers {}, blocks {}, block_size {}, kv heads {}, head_dim {})",
         num_layers, num_blocks, block_size, num_kv_heads, head_dim));

@@ -61,7 +61,11 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "what the state slots leave)")
       ->capture_default_str();
   cmd->add_option("--tensor-parallel-size", c->tensor_parallel_size,
-                  "ranks that each hold a shard of every layer (worker processes on this host)")
+                  "ranks that each hold a shard of every layer of their pipeline stage")
+      ->check(CLI::Range(1, 8))
+      ->capture_default_str();
+  cmd->add_option("--pipeline-parallel-size", c->pipeline_parallel_size,
+                  "pipeline stages, each running a contiguous range of the layers")
       ->check(CLI::Range(1, 8))
       ->capture_default_str();
   cmd->add_option("--distributed-executor-backend", c->distributed_executor_backend,

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "dist/subgroup_communicator.h"
 #include "tensor/half.h"
 
 namespace pagellm::dist {
@@ -98,6 +99,41 @@ TEST(ShmCommunicatorTest, AllReduceBf16SumsInF32AndRoundsOnce) {
       if (x[i] != F32ToBf16(want)) return false;
     }
     return true;
+  });
+}
+
+// Pipeline x tensor parallel: world ranks {0, 1} and {2, 3} each all-reduce among
+// themselves (rank-ordered, bit-exact within the group), gather and broadcast, while
+// the world still runs its own collectives in between.
+TEST(SubgroupCommunicatorTest, GroupsOfTheWorldReduceIndependently) {
+  ExpectAllOk(4, [](Communicator& world) {
+    const int g = world.rank() / 2;
+    SubgroupCommunicator sub(world, {2 * g, 2 * g + 1});
+    if (sub.rank() != world.rank() % 2 || sub.world_size() != 2) return false;
+    const int64_t n = 3000;  // spans chunks of the 4 KB test transport
+    std::vector<float> x(n);
+    for (int it = 0; it < 3; ++it) {
+      for (int64_t i = 0; i < n; ++i) x[i] = Value(world.rank(), i, it);
+      if (!sub.AllReduceSum(x.data(), n, DType::kF32).ok()) return false;
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = Value(2 * g, i, it) + Value(2 * g + 1, i, it);
+        if (std::memcmp(&want, &x[i], 4) != 0) return false;
+      }
+      if (!world.Barrier().ok()) return false;
+    }
+    std::vector<uint16_t> b(n);
+    for (int64_t i = 0; i < n; ++i) b[i] = F32ToBf16(Value(world.rank(), i, 9));
+    if (!sub.AllReduceSum(b.data(), n, DType::kBF16).ok()) return false;
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = Bf16ToF32(F32ToBf16(Value(2 * g, i, 9))) + Bf16ToF32(F32ToBf16(Value(2 * g + 1, i, 9)));
+      if (b[i] != F32ToBf16(want)) return false;
+    }
+    int32_t mine = 100 * world.rank(), got[2] = {-1, -1};
+    if (!sub.Gather(&mine, 4, sub.rank() == 1 ? got : nullptr, 1).ok()) return false;
+    if (sub.rank() == 1 && (got[0] != 200 * g || got[1] != 200 * g + 100)) return false;
+    int32_t token = sub.rank() == 0 ? 7 + g : -1;
+    if (!sub.Broadcast(&token, 4, 0).ok() || token != 7 + g) return false;
+    return sub.Barrier().ok();
   });
 }
 

@@ -7,15 +7,24 @@
 
 #include "model/arch/qwen_model.h"
 #include "model/hybrid/hybrid_model.h"
+#include "dist/subgroup_communicator.h"
 #include "model/shard_plan.h"
+#include "runner/tp_causal_lm.h"
 
 namespace pagellm {
 namespace {
 
+// What a shard's model borrows: its sliced weights and, with pipeline and tensor
+// parallelism together, its stage's tensor-parallel group.
+struct ShardResources {
+  ModelWeights weights;
+  std::unique_ptr<dist::Communicator> stage_group;
+};
+
 class QwenCausalLm final : public CausalLm {
  public:
-  explicit QwenCausalLm(std::unique_ptr<QwenModel> model, std::shared_ptr<const ModelWeights> weights = nullptr)
-      : weights_(std::move(weights)), model_(std::move(model)) {}
+  explicit QwenCausalLm(std::unique_ptr<QwenModel> model, std::shared_ptr<const ShardResources> shard = nullptr)
+      : shard_(std::move(shard)), model_(std::move(model)) {}
   const ModelConfig& config() const override { return model_->config(); }
   KvCacheSpec MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const override {
     return model_->MakeKvCacheSpec(num_blocks, block_size, dtype);
@@ -29,14 +38,15 @@ class QwenCausalLm final : public CausalLm {
   }
 
  private:
-  std::shared_ptr<const ModelWeights> weights_;  // a shard's sliced weights, when sharded (outlive the model)
+  std::shared_ptr<const ShardResources> shard_;  // when sharded: what the model borrows (outlives it)
   std::unique_ptr<QwenModel> model_;
 };
 
 // Owns the state slots; the scheduler decides which sequence holds which slot.
 class HybridCausalLm final : public CausalLm {
  public:
-  explicit HybridCausalLm(std::unique_ptr<HybridModel> model) : model_(std::move(model)) {}
+  explicit HybridCausalLm(std::unique_ptr<HybridModel> model, std::shared_ptr<const ShardResources> shard = nullptr)
+      : shard_(std::move(shard)), model_(std::move(model)) {}
   const ModelConfig& config() const override { return model_->config(); }
   KvCacheSpec MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const override {
     return model_->MakeKvCacheSpec(num_blocks, block_size, dtype);
@@ -68,6 +78,7 @@ class HybridCausalLm final : public CausalLm {
   // A slot is contiguous (slot-major arena, hybrid_state_cache.h): one memcpy.
   void CopySlot(int64_t src, int64_t dst) {
     PAGELLM_CHECK(states_ != nullptr && src >= 0 && dst >= 0 && src < states_->num_slots() && dst < states_->num_slots());
+    if (states_->spec().num_gdn_layers == 0) return;  // a pipeline stage of full-attention layers only
     std::memcpy(states_->Get(dst, 0).conv_state, states_->Get(src, 0).conv_state,
                 static_cast<size_t>(states_->spec().bytes_per_slot()));
   }
@@ -85,6 +96,7 @@ class HybridCausalLm final : public CausalLm {
     restored_slots_.clear();
   }
 
+  std::shared_ptr<const ShardResources> shard_;  // when sharded: what the model borrows (outlives it)
   std::unique_ptr<HybridModel> model_;
   std::unique_ptr<HybridStateCache> states_;
   int64_t num_slots_ = 0;
@@ -95,6 +107,8 @@ class HybridCausalLm final : public CausalLm {
 }  // namespace
 
 StateRestoreCounts GetStateRestoreCounts(const CausalLm& model) {
+  // Under tensor parallelism rank 0's shard performs the same restores as every rank.
+  if (const auto* tp = dynamic_cast<const TpCausalLm*>(&model)) return GetStateRestoreCounts(tp->shard());
   const auto* hybrid = dynamic_cast<const HybridCausalLm*>(&model);
   return hybrid != nullptr ? hybrid->restores() : StateRestoreCounts{};
 }
@@ -113,15 +127,48 @@ StatusOr<std::unique_ptr<CausalLm>> CreateCausalLm(const ModelConfig& config, co
 StatusOr<std::unique_ptr<CausalLm>> CreateShardedCausalLm(const ModelConfig& config, const ModelWeights& weights,
                                                           Backend& backend, int32_t max_num_tokens,
                                                           const LinearOptions& linear_options,
-                                                          dist::Communicator& comm, int64_t* shard_bytes) {
+                                                          dist::Communicator& world, ParallelLayout layout,
+                                                          int64_t* shard_bytes) {
+  const int tp_size = layout.tensor_parallel_size, pp_size = layout.pipeline_parallel_size;
+  if (tp_size < 1 || pp_size < 1 || tp_size * pp_size != world.world_size()) {
+    return InvalidArgumentError(fmt::format("tensor parallel {} x pipeline parallel {} does not make the group's {} "
+                                            "ranks", tp_size, pp_size, world.world_size()));
+  }
+  const int stage = world.rank() / tp_size, tp_rank = world.rank() % tp_size;
   PAGELLM_ASSIGN_OR_RETURN(ShardedModel shard,
-                           ShardModel(config, weights, ShardSpec{.rank = comm.rank(), .size = comm.world_size()}));
+                           ShardModel(config, weights, ShardSpec{.rank = tp_rank, .size = tp_size, .stage = stage,
+                                                                 .num_stages = pp_size}));
   *shard_bytes = shard.weight_bytes;
-  const TensorParallelism tp{.comm = &comm, .lm_head_rows = shard.lm_head_rows};
-  // The model keeps views into the shard's weights: the adapter owns them.
-  auto owned = std::make_shared<ModelWeights>(std::move(shard.weights));
+  // The model keeps views into the shard's weights and borrows its stage's group: the
+  // adapter owns both.
+  auto owned = std::make_shared<ShardResources>();
+  owned->weights = std::move(shard.weights);
+  dist::Communicator* tp_comm = nullptr;
+  if (pp_size == 1) {
+    tp_comm = &world;
+  } else if (tp_size > 1) {
+    std::vector<int> members;
+    for (int r = 0; r < tp_size; ++r) members.push_back(stage * tp_size + r);
+    owned->stage_group = std::make_unique<dist::SubgroupCommunicator>(world, std::move(members));
+    tp_comm = owned->stage_group.get();
+  }
+  TensorParallelism tp{.comm = tp_comm, .lm_head_rows = shard.lm_head_rows};
+  if (pp_size > 1) {
+    const bool last = stage == pp_size - 1;
+    tp.pipeline = PipelineStage{.world = &world, .first_layer = shard.layers.first, .end_layer = shard.layers.end,
+                                .prev_rank = stage == 0 ? -1 : world.rank() - tp_size,
+                                .next_rank = last ? -1 : world.rank() + tp_size,
+                                .logits_peer = world.rank() == 0          ? (pp_size - 1) * tp_size
+                                               : last && tp_rank == 0 ? 0
+                                                                      : -1};
+  }
+  if (config.is_hybrid()) {
+    PAGELLM_ASSIGN_OR_RETURN(auto model, HybridModel::Create(shard.config, owned->weights, backend, max_num_tokens,
+                                                             linear_options, tp));
+    return std::unique_ptr<CausalLm>(new HybridCausalLm(std::move(model), std::move(owned)));
+  }
   PAGELLM_ASSIGN_OR_RETURN(auto model,
-                           QwenModel::Create(shard.config, *owned, backend, max_num_tokens, linear_options, tp));
+                           QwenModel::Create(shard.config, owned->weights, backend, max_num_tokens, linear_options, tp));
   return std::unique_ptr<CausalLm>(new QwenCausalLm(std::move(model), std::move(owned)));
 }
 

@@ -29,13 +29,23 @@ StatusOr<std::unique_ptr<CausalLm>> CreateCausalLm(const ModelConfig& config, co
                                                    Backend& backend, int32_t max_num_tokens,
                                                    const LinearOptions& linear_options);
 
-// Tensor parallel: shards `weights` for comm.rank() of comm.world_size()
-// (model/shard_plan.h) and builds that rank's model, whose Forward takes part in the
-// group's collectives. `shard_bytes` receives the shard's weight bytes.
+// Tensor x pipeline parallel: world = tensor_parallel_size * pipeline_parallel_size
+// ranks, world rank = stage * tensor_parallel_size + tensor-parallel rank.
+struct ParallelLayout {
+  int tensor_parallel_size = 1;
+  int pipeline_parallel_size = 1;
+};
+
+// Shards `weights` for `world`.rank() (model/shard_plan.h) and builds that rank's
+// model, whose Forward takes part in the group's collectives: all-reduces inside its
+// stage (over `world` when the stage is the whole world, else over a subgroup the
+// model owns) and the stage-to-stage transfers. `shard_bytes` receives the shard's
+// weight bytes.
 StatusOr<std::unique_ptr<CausalLm>> CreateShardedCausalLm(const ModelConfig& config, const ModelWeights& weights,
                                                           Backend& backend, int32_t max_num_tokens,
                                                           const LinearOptions& linear_options,
-                                                          dist::Communicator& comm, int64_t* shard_bytes);
+                                                          dist::Communicator& world, ParallelLayout layout,
+                                                          int64_t* shard_bytes);
 
 // What rank 0 tells the other ranks once its memory plan is made: their KV cache
 // (their own KV heads, same block count).

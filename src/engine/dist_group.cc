@@ -25,7 +25,8 @@ std::string EngineConfigToJson(const EngineConfig& c) {
             {"quantization", c.quantization},
             {"seed", c.seed},
             {"max_num_batched_tokens", c.max_num_batched_tokens},
-            {"tensor_parallel_size", c.tensor_parallel_size}};
+            {"tensor_parallel_size", c.tensor_parallel_size},
+            {"pipeline_parallel_size", c.pipeline_parallel_size}};
   return j.dump();
 }
 
@@ -40,6 +41,7 @@ StatusOr<EngineConfig> EngineConfigFromJson(const std::string& text) {
     c.seed = j.at("seed").get<uint64_t>();
     c.max_num_batched_tokens = j.at("max_num_batched_tokens").get<int32_t>();
     c.tensor_parallel_size = j.at("tensor_parallel_size").get<int32_t>();
+    c.pipeline_parallel_size = j.at("pipeline_parallel_size").get<int32_t>();
   } catch (const Json::exception& e) {
     return InvalidArgumentError(fmt::format("--engine-config: {}", e.what()));
   }
@@ -57,9 +59,10 @@ StatusOr<std::unique_ptr<DistGroup>> DistGroup::Launch(const EngineConfig& confi
     return UnimplementedError(fmt::format("--distributed-executor-backend {}: only mp (worker processes on this host) "
                                           "is implemented", config.distributed_executor_backend));
   }
-  const int world = config.tensor_parallel_size;
+  const int world = config.world_size();
   if (world > dist::kMaxShmRanks) {
-    return InvalidArgumentError(fmt::format("--tensor-parallel-size {}: at most {} ranks on one host", world,
+    return InvalidArgumentError(fmt::format("--tensor-parallel-size {} x --pipeline-parallel-size {}: at most {} ranks "
+                                            "on one host", config.tensor_parallel_size, config.pipeline_parallel_size,
                                             dist::kMaxShmRanks));
   }
   std::unique_ptr<DistGroup> group(new DistGroup());
@@ -71,7 +74,8 @@ StatusOr<std::unique_ptr<DistGroup>> DistGroup::Launch(const EngineConfig& confi
   }
   dist::ShmOptions opt{.group_id = id, .rank = 0, .world_size = world, .timeout_s = DistTimeoutSeconds()};
   PAGELLM_ASSIGN_OR_RETURN(group->comm_, dist::ShmCommunicator::Create(opt));
-  PLOG_INFO("tensor parallel: {} ranks on this host (mp), shared-memory group {}", world, id);
+  PLOG_INFO("parallel group: {} ranks (tensor parallel {} x pipeline parallel {}) on this host (mp), shared-memory "
+            "group {}", world, config.tensor_parallel_size, config.pipeline_parallel_size, id);
   return group;
 }
 

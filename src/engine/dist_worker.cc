@@ -25,8 +25,9 @@ Status LoadShard(const EngineConfig& config, dist::Communicator& comm, Backend& 
   LinearOptions linear_options;
   PAGELLM_ASSIGN_OR_RETURN(linear_options.quantization, LinearQuantizationFromName(config.quantization));
   const int32_t max_tokens = std::max(config.max_num_batched_tokens, 1);
+  const ParallelLayout layout{config.tensor_parallel_size, config.pipeline_parallel_size};
   PAGELLM_ASSIGN_OR_RETURN(out.shard, CreateShardedCausalLm(out.loaded.config, out.loaded.weights, backend, max_tokens,
-                                                            linear_options, comm, &out.shard_bytes));
+                                                            linear_options, comm, layout, &out.shard_bytes));
   return OkStatus();
 }
 
@@ -47,8 +48,8 @@ Status RunDistWorker(const DistWorkerArgs& args) {
   PAGELLM_ASSIGN_OR_RETURN(
       auto kv, PagedKvCache::Create(model.shard->MakeKvCacheSpec(plan.num_blocks, plan.block_size,
                                                                   static_cast<DType>(plan.kv_dtype))));
-  PLOG_DEBUG("tensor parallel rank {}: weights {} MB, KV cache {} blocks", args.rank, model.shard_bytes >> 20,
-             plan.num_blocks);
+  PLOG_DEBUG("parallel rank {}: weights {} MB, KV cache {} blocks of {} layers", args.rank, model.shard_bytes >> 20,
+             plan.num_blocks, model.shard->MakeKvCacheSpec(1, plan.block_size, DType::kF32).num_layers);
   return RunTpWorker(*model.shard, *kv, *comm);
 }
 

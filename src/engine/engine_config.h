@@ -63,10 +63,14 @@ struct EngineConfig {
   int64_t max_num_queued_reqs = 0;
   int64_t max_num_queued_tokens = 0;
 
-  // Parallelism (vLLM's --tensor-parallel-size / --distributed-executor-backend).
-  // Tensor parallel ranks each hold a shard of every layer (model/shard_plan.h); "mp"
-  // starts the other ranks as child processes of this one, on this host.
+  // Parallelism (vLLM's --tensor-parallel-size / --pipeline-parallel-size /
+  // --distributed-executor-backend). Tensor parallel ranks each hold a shard of every
+  // layer of their stage; pipeline stages each hold a contiguous range of layers
+  // (model/shard_plan.h). World = tensor x pipeline ranks; "mp" starts the other ranks
+  // as child processes of this one, on this host.
   int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
+  int32_t world_size() const { return tensor_parallel_size * pipeline_parallel_size; }
   std::string distributed_executor_backend = "mp";
 };
 

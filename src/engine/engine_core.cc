@@ -74,11 +74,13 @@ Status EngineCore::Init() {
   // backend is shared by the process; engines are created one at a time).
   const int64_t prepared_before = backend_->prepared_weight_bytes();
   backend_->TakeCopiedSources();  // only this model's weights below
-  if (config_.tensor_parallel_size > 1) {
-    PAGELLM_RETURN_IF_ERROR(CheckShardable(mc, config_.tensor_parallel_size));
+  if (config_.world_size() > 1) {
+    PAGELLM_RETURN_IF_ERROR(CheckShardable(mc, config_.tensor_parallel_size, config_.pipeline_parallel_size));
     PAGELLM_ASSIGN_OR_RETURN(dist_group_, DistGroup::Launch(config_));
+    const ParallelLayout layout{config_.tensor_parallel_size, config_.pipeline_parallel_size};
     PAGELLM_ASSIGN_OR_RETURN(auto shard, CreateShardedCausalLm(mc, loaded_.weights, *backend_, max_tokens,
-                                                               linear_options, dist_group_->comm(), &shard_bytes_));
+                                                               linear_options, dist_group_->comm(), layout,
+                                                               &shard_bytes_));
     model_ = std::make_unique<TpCausalLm>(std::move(shard), dist_group_->comm());
   } else {
     PAGELLM_ASSIGN_OR_RETURN(model_, CreateCausalLm(mc, loaded_.weights, *backend_, max_tokens, linear_options));
@@ -120,8 +122,13 @@ Status EngineCore::InitScheduler() {
   }
   KvCacheSpec one_block = model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype);
   MemoryPlanInputs in;
-  const int32_t tp = std::max(config_.tensor_parallel_size, 1);
-  in.weight_bytes = tp > 1 ? shard_bytes_ : static_cast<int64_t>(WeightBytes(loaded_.weights));
+  const int32_t tp = std::max(config_.tensor_parallel_size, 1), pp = std::max(config_.pipeline_parallel_size, 1);
+  const int32_t world = tp * pp;
+  // Every stage holds the same number of blocks: plan for the stage with the most
+  // attention layers (and GDN layers), not rank 0's.
+  const StageLoad load = LargestStage(mc, pp);
+  one_block.num_layers = std::max(one_block.num_layers, load.attention_layers);
+  in.weight_bytes = world > 1 ? shard_bytes_ : static_cast<int64_t>(WeightBytes(loaded_.weights));
   in.prepared_weight_bytes = prepared_weight_bytes_;
   in.released_weight_bytes = released_weight_bytes_;
   // Per rank: a shard's heads and MLP columns.
@@ -135,19 +142,34 @@ Status EngineCore::InitScheduler() {
   in.kv_cache_memory_bytes = config_.kv_cache_memory_bytes;
   in.memory_utilization = config_.gpu_memory_utilization;
   // The ranks of a tensor-parallel group share this host's memory: each plans its part.
-  in.device_memory_bytes = CpuMemoryBytes() / tp;
+  in.device_memory_bytes = CpuMemoryBytes() / world;
   // Hybrid models: GDN state slots (at most max_num_seqs) and prefix-cache snapshots are
   // sized from the same budget as the KV blocks (memory_plan.h).
   if (config_.hybrid_state_snapshot_interval < 0 || config_.hybrid_state_snapshots < 0) {
     return InvalidArgumentError("hybrid state snapshot interval and count must be >= 0");
   }
   in.state_bytes_per_slot = model_->state_bytes_per_slot();
+  // Rank 0's stage scaled to the largest stage's GDN layers (rank 0's stage starts at
+  // layer 0, a GDN layer in every hybrid layout, so `own` > 0 for hybrid models).
+  if (pp > 1 && load.gdn_layers > 0) {
+    const int64_t own = StageLoadOf(mc, StageLayers(mc.num_hidden_layers, 0, pp)).gdn_layers;
+    if (own > 0) in.state_bytes_per_slot = in.state_bytes_per_slot / own * load.gdn_layers;
+  }
   in.max_num_seqs = config_.max_num_seqs;
   in.plan_state_snapshots = config_.enable_prefix_caching && config_.hybrid_state_snapshot_interval > 0;
   in.num_state_snapshots = config_.hybrid_state_snapshots;
   in.state_snapshot_interval_blocks = config_.hybrid_state_snapshot_interval;
   PAGELLM_ASSIGN_OR_RETURN(plan_, PlanMemory(in));
-  PLOG_INFO("{}{}", tp > 1 ? fmt::format("per rank (tensor parallel {} of {}): ", 0, tp) : "", plan_.Summary());
+  std::string who;
+  if (pp > 1) {
+    who = fmt::format("per rank (rank 0 of {}: tensor parallel 0 of {}, pipeline stage 0 of {}, layers [{}, {}); KV "
+                      "blocks sized for the largest stage, {} attention layers): ", world, tp, pp,
+                      StageLayers(mc.num_hidden_layers, 0, pp).first, StageLayers(mc.num_hidden_layers, 0, pp).end,
+                      load.attention_layers);
+  } else if (tp > 1) {
+    who = fmt::format("per rank (tensor parallel {} of {}): ", 0, tp);
+  }
+  PLOG_INFO("{}{}", who, plan_.Summary());
   if (dist_group_ != nullptr) {
     PAGELLM_RETURN_IF_ERROR(SendDistPlan(dist_group_->comm(), DistPlan{.num_blocks = plan_.num_blocks + 1,
                                                                        .block_size = config_.block_size,

@@ -37,6 +37,7 @@ class TpCausalLm final : public CausalLm {
   Status Forward(const ForwardInput& input, PagedKvCache& kv, float* logits) override;
 
   CausalLm& shard() { return *shard_; }
+  const CausalLm& shard() const { return *shard_; }
   // Sends kShutdown now (idempotent; the destructor calls it too).
   void Shutdown();
 

@@ -64,11 +64,7 @@ StatusOr<std::unique_ptr<QwenModel>> QwenModel::Create(const ModelConfig& config
                                             c.num_hidden_layers));
   }
   std::unique_ptr<QwenModel> model(new QwenModel(config, backend, max_num_tokens, linear_options));
-  model->tp_ = tp;
-  if (model->tp_.lm_head_rows <= 0) model->tp_.lm_head_rows = c.vocab_size;
-  if (tp.comm != nullptr) {
-    model->sharded_head_ = std::make_unique<ShardedLmHead>(*tp.comm, c.vocab_size, model->tp_.lm_head_rows);
-  }
+  PAGELLM_ASSIGN_OR_RETURN(model->par_, MakeParallelRuntime(tp, c));
   PAGELLM_ASSIGN_OR_RETURN(model->rope_, BuildRopeTable(MakeRopeParams(c)));
   PAGELLM_RETURN_IF_ERROR(model->PrepareWeights(weights));
   PAGELLM_RETURN_IF_ERROR(model->AllocateWorkspace());
@@ -78,15 +74,17 @@ StatusOr<std::unique_ptr<QwenModel>> QwenModel::Create(const ModelConfig& config
 Status QwenModel::PrepareWeights(const ModelWeights& w) {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
-  PAGELLM_RETURN_IF_ERROR(CheckShape(w.embed_tokens, {c.vocab_size, h}, "embed_tokens"));
-  embed_tokens_ = w.embed_tokens;
+  if (par_.tp.pipeline.first()) {
+    PAGELLM_RETURN_IF_ERROR(CheckShape(w.embed_tokens, {c.vocab_size, h}, "embed_tokens"));
+    embed_tokens_ = w.embed_tokens;
+  }
   auto linear = [&](const TensorView& wt, const TensorView& bias, std::vector<int64_t> shape, bool want_bias,
                     const std::string& name) -> StatusOr<std::unique_ptr<LinearWeight>> {
     PAGELLM_RETURN_IF_ERROR(CheckShape(wt, shape, name));
     if (want_bias) PAGELLM_RETURN_IF_ERROR(CheckShape(bias, {shape[0]}, name + ".bias"));
     return backend_.PrepareLinear(wt, want_bias ? bias : TensorView{}, linear_options_);
   };
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+  for (int64_t i = par_.layers.first; i < par_.layers.end; ++i) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(i)];
     const std::string p = fmt::format("layers.{}.", i);
     Layer layer;
@@ -109,9 +107,10 @@ Status QwenModel::PrepareWeights(const ModelWeights& w) {
     }
     layers_.push_back(std::move(layer));
   }
+  if (!par_.tp.pipeline.last()) return OkStatus();  // the final norm and lm_head are the last stage's
   PAGELLM_ASSIGN_OR_RETURN(final_norm_, NormWeight(w.norm, h, "norm"));
   const TensorView& head = (c.tie_word_embeddings && w.lm_head.empty()) ? w.embed_tokens : w.lm_head;
-  PAGELLM_ASSIGN_OR_RETURN(lm_head_, linear(head, {}, {tp_.lm_head_rows, h}, false, "lm_head"));
+  PAGELLM_ASSIGN_OR_RETURN(lm_head_, linear(head, {}, {par_.tp.lm_head_rows, h}, false, "lm_head"));
   return OkStatus();
 }
 
@@ -134,13 +133,13 @@ Status QwenModel::AllocateWorkspace() {
 }
 
 KvCacheSpec QwenModel::MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const {
-  return KvCacheSpec{.num_layers = config_.num_hidden_layers, .num_blocks = num_blocks, .block_size = block_size,
+  return KvCacheSpec{.num_layers = par_.layers.size(), .num_blocks = num_blocks, .block_size = block_size,
                      .num_kv_heads = config_.num_key_value_heads, .head_dim = config_.head_dim, .dtype = dtype};
 }
 
 Status QwenModel::AllReduce(float* partial, int64_t num_tokens) {
-  if (tp_.comm == nullptr) return OkStatus();
-  return tp_.comm->AllReduceSum(partial, num_tokens * config_.hidden_size, DType::kF32);
+  if (par_.tp.comm == nullptr) return OkStatus();
+  return par_.tp.comm->AllReduceSum(partial, num_tokens * config_.hidden_size, DType::kF32);
 }
 
 Status QwenModel::RunAttention(const Layer& layer, int64_t layer_idx, const ForwardInput& in, PagedKvCache& kv) {
@@ -192,11 +191,26 @@ Status QwenModel::RunMlp(const Layer& layer, int64_t t) {
 Status QwenModel::Forward(const ForwardInput& input, PagedKvCache& kv, float* logits) {
   PAGELLM_RETURN_IF_ERROR(ValidateInput(input, kv));
   const int64_t t = input.num_tokens(), h = config_.hidden_size;
-  backend_.Embedding(embed_tokens_, input.token_ids, buf_.hidden);
+  const int64_t num_logits = static_cast<int64_t>(input.logits_indices.size());
+  if (par_.stage == nullptr || par_.stage->first()) {
+    backend_.Embedding(embed_tokens_, input.token_ids, buf_.hidden);
+  } else {
+    PAGELLM_RETURN_IF_ERROR(par_.stage->ReceiveHidden(buf_.hidden, t * h));
+  }
   for (size_t i = 0; i < layers_.size(); ++i) {
     PAGELLM_RETURN_IF_ERROR(RunAttention(layers_[i], static_cast<int64_t>(i), input, kv));
     PAGELLM_RETURN_IF_ERROR(RunMlp(layers_[i], t));
   }
+  if (par_.stage != nullptr && !par_.stage->last()) {
+    return par_.stage->SendHidden(buf_.hidden, t * h, logits, num_logits * config_.vocab_size);
+  }
+  if (par_.stage != nullptr) logits = par_.stage->LogitsBuffer(logits, num_logits * config_.vocab_size);
+  PAGELLM_RETURN_IF_ERROR(RunHead(input, logits));
+  return par_.stage != nullptr ? par_.stage->SendLogits(num_logits * config_.vocab_size) : OkStatus();
+}
+
+Status QwenModel::RunHead(const ForwardInput& input, float* logits) {
+  const int64_t h = config_.hidden_size;
   // Only the rows the sampler needs go through the final norm and lm_head.
   const int64_t num_logits = static_cast<int64_t>(input.logits_indices.size());
   for (int64_t r = 0; r < num_logits; ++r) {
@@ -205,18 +219,18 @@ Status QwenModel::Forward(const ForwardInput& input, PagedKvCache& kv, float* lo
   }
   backend_.RmsNorm(buf_.normed, final_norm_.data(), num_logits, h, static_cast<float>(config_.rms_norm_eps),
                    buf_.normed);
-  if (sharded_head_ != nullptr) return sharded_head_->Run(backend_, *lm_head_, buf_.normed, num_logits, h, logits);
+  if (par_.head != nullptr) return par_.head->Run(backend_, *lm_head_, buf_.normed, num_logits, h, logits);
   if (num_logits > 0) backend_.Linear(*lm_head_, buf_.normed, num_logits, logits);
   return OkStatus();
 }
 
 Status QwenModel::ValidateInput(const ForwardInput& input, const PagedKvCache& kv) const {
   const KvCacheSpec& spec = kv.spec();
-  if (spec.num_layers != config_.num_hidden_layers || spec.num_kv_heads != config_.num_key_value_heads ||
+  if (spec.num_layers != par_.layers.size() || spec.num_kv_heads != config_.num_key_value_heads ||
       spec.head_dim != config_.head_dim) {
     return InvalidArgumentError(fmt::format(
         "KV cache (layers {}, kv heads {}, head_dim {}) does not match the model ({}, {}, {})", spec.num_layers,
-        spec.num_kv_heads, spec.head_dim, config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim));
+        spec.num_kv_heads, spec.head_dim, par_.layers.size(), config_.num_key_value_heads, config_.head_dim));
   }
   ForwardLimits limits{.max_num_tokens = max_num_tokens_, .vocab_size = config_.vocab_size,
                        .max_positions = rope_.max_positions, .num_blocks = spec.num_blocks,

@@ -25,7 +25,7 @@
 
 #include "backend/backend.h"
 #include "model/arch/moe_block.h"
-#include "model/arch/sharded_lm_head.h"
+#include "model/arch/parallel_runtime.h"
 #include "model/config.h"
 #include "model/forward_input.h"
 #include "model/shard_plan.h"
@@ -41,6 +41,7 @@ class QwenModel {
   // weights already block-quantized, like GGUF Q8_0, ignore it).
   // With `tp.comm`, `config` and `weights` are this rank's shard (model/shard_plan.h):
   // attention and MLP outputs are all-reduced and the logits gathered to rank 0.
+  // With `tp.pipeline`, the model runs only its stage's layers (stage_transfer.h).
   static StatusOr<std::unique_ptr<QwenModel>> Create(const ModelConfig& config, const ModelWeights& weights,
                                                      Backend& backend, int32_t max_num_tokens,
                                                      const LinearOptions& linear_options = {},
@@ -53,7 +54,7 @@ class QwenModel {
   // pass logits = nullptr. Unavailable when a peer rank failed.
   Status Forward(const ForwardInput& input, PagedKvCache& kv, float* logits);
 
-  // A cache layout matching this model (layers, kv heads, head_dim).
+  // A cache layout matching this model (its stage's layers, kv heads, head_dim).
   KvCacheSpec MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype = DType::kBF16) const;
 
   const ModelConfig& config() const { return config_; }
@@ -87,6 +88,8 @@ class QwenModel {
   Status ValidateInput(const ForwardInput& input, const PagedKvCache& kv) const;
   Status RunAttention(const Layer& layer, int64_t layer_idx, const ForwardInput& input, PagedKvCache& kv);
   Status RunMlp(const Layer& layer, int64_t num_tokens);
+  // Final norm and lm_head over the rows the sampler needs (the last stage).
+  Status RunHead(const ForwardInput& input, float* logits);
   // Sums this rank's partial [T, H] output over the tensor-parallel group (no-op alone).
   Status AllReduce(float* partial, int64_t num_tokens);
 
@@ -94,10 +97,9 @@ class QwenModel {
   Backend& backend_;
   int32_t max_num_tokens_;
   LinearOptions linear_options_;
-  TensorParallelism tp_;
-  std::unique_ptr<ShardedLmHead> sharded_head_;  // tensor parallel only
+  ParallelRuntime par_;  // tensor / pipeline parallel place (one rank: nothing sharded)
   TensorView embed_tokens_;  // [V, H]
-  std::vector<Layer> layers_;
+  std::vector<Layer> layers_;  // par_.layers, in order
   std::vector<float> final_norm_;  // [H]
   std::unique_ptr<LinearWeight> lm_head_;
   RopeTable rope_;

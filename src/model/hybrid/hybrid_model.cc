@@ -57,7 +57,8 @@ HybridModel::HybridModel(const ModelConfig& config, Backend& backend, int32_t ma
 
 StatusOr<std::unique_ptr<HybridModel>> HybridModel::Create(const ModelConfig& config, const ModelWeights& weights,
                                                            Backend& backend, int32_t max_num_tokens,
-                                                           const LinearOptions& linear_options) {
+                                                           const LinearOptions& linear_options,
+                                                           const TensorParallelism& tp) {
   const ModelConfig& c = config;
   if (!c.is_hybrid() || !c.gated_attention || !c.zero_centered_norms) {
     return InvalidArgumentError(fmt::format("HybridModel: {} is not a hybrid (Qwen3-Next / Qwen3.5) config",
@@ -71,6 +72,7 @@ StatusOr<std::unique_ptr<HybridModel>> HybridModel::Create(const ModelConfig& co
                                             c.num_hidden_layers));
   }
   std::unique_ptr<HybridModel> model(new HybridModel(config, backend, max_num_tokens, linear_options));
+  PAGELLM_ASSIGN_OR_RETURN(model->par_, MakeParallelRuntime(tp, c));
   PAGELLM_RETURN_IF_ERROR(ValidateGdnDims(model->gdn_dims_));
   PAGELLM_ASSIGN_OR_RETURN(model->rope_, BuildRopeTable(MakeRopeParams(c)));
   PAGELLM_RETURN_IF_ERROR(model->PrepareWeights(weights));
@@ -81,10 +83,13 @@ StatusOr<std::unique_ptr<HybridModel>> HybridModel::Create(const ModelConfig& co
 Status HybridModel::PrepareWeights(const ModelWeights& w) {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size;
-  PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.embed_tokens, {c.vocab_size, h}, "embed_tokens"));
-  embed_tokens_ = w.embed_tokens;
-  int64_t num_full = 0, num_gdn = 0;
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+  if (par_.tp.pipeline.first()) {
+    PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.embed_tokens, {c.vocab_size, h}, "embed_tokens"));
+    embed_tokens_ = w.embed_tokens;
+  }
+  int64_t& num_full = num_full_;
+  int64_t& num_gdn = num_gdn_;
+  for (int64_t i = par_.layers.first; i < par_.layers.end; ++i) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(i)];
     const std::string p = fmt::format("layers.{}.", i);
     Layer layer;
@@ -96,9 +101,10 @@ Status HybridModel::PrepareWeights(const ModelWeights& w) {
     PAGELLM_RETURN_IF_ERROR(PrepareFfn(lw, i, p, layer));
     layers_.push_back(std::move(layer));
   }
+  if (!par_.tp.pipeline.last()) return OkStatus();  // the final norm and lm_head are the last stage's
   PAGELLM_ASSIGN_OR_RETURN(final_norm_, FoldedNorm(w.norm, h, "norm"));
   const TensorView& head = (c.tie_word_embeddings && w.lm_head.empty()) ? w.embed_tokens : w.lm_head;
-  PAGELLM_RETURN_IF_ERROR(CheckWeightShape(head, {c.vocab_size, h}, "lm_head"));
+  PAGELLM_RETURN_IF_ERROR(CheckWeightShape(head, {par_.tp.lm_head_rows, h}, "lm_head"));
   PAGELLM_ASSIGN_OR_RETURN(lm_head_, backend_.PrepareLinear(head, TensorView{}, linear_options_));
   return OkStatus();
 }
@@ -195,14 +201,14 @@ void HybridModel::AllocateWorkspace() {
 }
 
 KvCacheSpec HybridModel::MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const {
-  return KvCacheSpec{.num_layers = config_.num_full_attention_layers(), .num_blocks = num_blocks,
+  return KvCacheSpec{.num_layers = num_full_, .num_blocks = num_blocks,
                      .block_size = block_size, .num_kv_heads = config_.num_key_value_heads,
                      .head_dim = config_.head_dim, .dtype = dtype};
 }
 
 HybridStateSpec HybridModel::MakeStateSpec(int64_t num_slots) const {
   return HybridStateSpec{.num_slots = num_slots,
-                         .num_gdn_layers = config_.num_hidden_layers - config_.num_full_attention_layers(),
+                         .num_gdn_layers = num_gdn_,
                          .dims = gdn_dims_};
 }
 
@@ -250,7 +256,12 @@ void HybridModel::RunGdn(const Layer& layer, const ForwardInput& in, HybridState
   backend_.Linear(*layer.out_proj, gdn_y_.data(), t, proj_.data());  // [T, H]
 }
 
-void HybridModel::RunFfn(const Layer& layer, int64_t t) {
+Status HybridModel::AllReduce(int64_t num_tokens) {
+  if (par_.tp.comm == nullptr) return OkStatus();
+  return par_.tp.comm->AllReduceSum(proj_.data(), num_tokens * config_.hidden_size, DType::kF32);
+}
+
+Status HybridModel::RunFfn(const Layer& layer, int64_t t) {
   const ModelConfig& c = config_;
   backend_.RmsNorm(hidden_.data(), layer.post_norm.data(), t, c.hidden_size, static_cast<float>(c.rms_norm_eps),
                    normed_.data());
@@ -262,7 +273,9 @@ void HybridModel::RunFfn(const Layer& layer, int64_t t) {
     backend_.SiluMul(mlp_gate_.data(), mlp_up_.data(), t * c.intermediate_size, mlp_gate_.data());
     backend_.Linear(*layer.down_proj, mlp_gate_.data(), t, proj_.data());
   }
+  PAGELLM_RETURN_IF_ERROR(AllReduce(t));
   backend_.AddInPlace(proj_.data(), t * c.hidden_size, hidden_.data());
+  return OkStatus();
 }
 
 Status HybridModel::Forward(const ForwardInput& input, PagedKvCache& kv, HybridStateCache& states, float* logits) {
@@ -274,7 +287,12 @@ Status HybridModel::Forward(const ForwardInput& input, PagedKvCache& kv, HybridS
     const int32_t q0 = input.query_start_loc[s];
     if (input.query_start_loc[s + 1] > q0 && input.positions[q0] == 0) states.ResetSlot(input.state_slots[s]);
   }
-  backend_.Embedding(embed_tokens_, input.token_ids, hidden_.data());
+  const int64_t num_logits = static_cast<int64_t>(input.logits_indices.size());
+  if (par_.stage == nullptr || par_.stage->first()) {
+    backend_.Embedding(embed_tokens_, input.token_ids, hidden_.data());
+  } else {
+    PAGELLM_RETURN_IF_ERROR(par_.stage->ReceiveHidden(hidden_.data(), t * h));
+  }
   for (const Layer& layer : layers_) {
     backend_.RmsNorm(hidden_.data(), layer.input_norm.data(), t, h, eps, normed_.data());
     if (layer.full_attention) {
@@ -282,15 +300,28 @@ Status HybridModel::Forward(const ForwardInput& input, PagedKvCache& kv, HybridS
     } else {
       RunGdn(layer, input, states);
     }
+    PAGELLM_RETURN_IF_ERROR(AllReduce(t));
     backend_.AddInPlace(proj_.data(), t * h, hidden_.data());
-    RunFfn(layer, t);
+    PAGELLM_RETURN_IF_ERROR(RunFfn(layer, t));
   }
+  if (par_.stage != nullptr && !par_.stage->last()) {
+    return par_.stage->SendHidden(hidden_.data(), t * h, logits, num_logits * config_.vocab_size);
+  }
+  if (par_.stage != nullptr) logits = par_.stage->LogitsBuffer(logits, num_logits * config_.vocab_size);
+  PAGELLM_RETURN_IF_ERROR(RunHead(input, logits));
+  return par_.stage != nullptr ? par_.stage->SendLogits(num_logits * config_.vocab_size) : OkStatus();
+}
+
+Status HybridModel::RunHead(const ForwardInput& input, float* logits) {
+  const int64_t h = config_.hidden_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
   const int64_t num_logits = static_cast<int64_t>(input.logits_indices.size());
   for (int64_t r = 0; r < num_logits; ++r) {
     std::memcpy(normed_.data() + r * h, hidden_.data() + int64_t{input.logits_indices[static_cast<size_t>(r)]} * h,
                 static_cast<size_t>(h) * sizeof(float));
   }
   backend_.RmsNorm(normed_.data(), final_norm_.data(), num_logits, h, eps, normed_.data());
+  if (par_.head != nullptr) return par_.head->Run(backend_, *lm_head_, normed_.data(), num_logits, h, logits);
   if (num_logits > 0) backend_.Linear(*lm_head_, normed_.data(), num_logits, logits);
   return OkStatus();
 }
@@ -298,7 +329,7 @@ Status HybridModel::Forward(const ForwardInput& input, PagedKvCache& kv, HybridS
 Status HybridModel::ValidateInput(const ForwardInput& input, const PagedKvCache& kv,
                                   const HybridStateCache& states) const {
   const KvCacheSpec& spec = kv.spec();
-  if (spec.num_layers != config_.num_full_attention_layers() || spec.num_kv_heads != config_.num_key_value_heads ||
+  if (spec.num_layers != num_full_ || spec.num_kv_heads != config_.num_key_value_heads ||
       spec.head_dim != config_.head_dim) {
     return InvalidArgumentError("KV cache does not match the hybrid model's full-attention layers");
   }

@@ -26,10 +26,12 @@
 
 #include "backend/backend.h"
 #include "model/arch/moe_block.h"
+#include "model/arch/parallel_runtime.h"
 #include "model/config.h"
 #include "model/forward_input.h"
 #include "model/hybrid/gdn_mixer.h"
 #include "model/hybrid/hybrid_state_cache.h"
+#include "model/shard_plan.h"
 #include "model/weights.h"
 
 namespace pagellm {
@@ -43,9 +45,14 @@ class HybridModel {
   // for --quantization int8). Conv1d, norms, A_log, dt_bias and embeddings stay float;
   // MoE blocks (router, experts, shared expert) stay float as in QwenModel, whose
   // MoeBlock takes no LinearOptions yet.
+  // With `tp.comm`, `config` and `weights` are this rank's shard (model/shard_plan.h):
+  // every mixer (attention, GDN) and every FFN ends in an all-reduce of its partial
+  // sum, and the vocabulary-parallel lm_head's slices are gathered to rank 0. With
+  // `tp.pipeline`, only the stage's layers run; its KV cache and GDN state hold those.
   static StatusOr<std::unique_ptr<HybridModel>> Create(const ModelConfig& config, const ModelWeights& weights,
                                                        Backend& backend, int32_t max_num_tokens,
-                                                       const LinearOptions& linear_options = {});
+                                                       const LinearOptions& linear_options = {},
+                                                       const TensorParallelism& tp = {});
 
   // logits: [input.logits_indices.size(), vocab_size]. input.state_slots must name one
   // distinct slot of `states` per sequence. InvalidArgument on inconsistent input.
@@ -83,7 +90,11 @@ class HybridModel {
   Status ValidateInput(const ForwardInput& input, const PagedKvCache& kv, const HybridStateCache& states) const;
   void RunAttention(const Layer& layer, const ForwardInput& input, PagedKvCache& kv);
   void RunGdn(const Layer& layer, const ForwardInput& input, HybridStateCache& states);
-  void RunFfn(const Layer& layer, int64_t num_tokens);
+  Status RunFfn(const Layer& layer, int64_t num_tokens);
+  // Sums proj_'s [T, H] partial sums over the tensor-parallel group (no-op without one).
+  Status AllReduce(int64_t num_tokens);
+  // Final norm and lm_head over the rows the sampler needs (the last stage).
+  Status RunHead(const ForwardInput& input, float* logits);
 
   ModelConfig config_;
   Backend& backend_;
@@ -94,6 +105,8 @@ class HybridModel {
   std::vector<Layer> layers_;
   std::vector<float> final_norm_;
   std::unique_ptr<LinearWeight> lm_head_;
+  ParallelRuntime par_;  // tensor / pipeline parallel place (one rank: nothing sharded)
+  int64_t num_full_ = 0, num_gdn_ = 0;  // of par_.layers: KV-cache and GDN-state layers
   RopeTable rope_;
   // Row-permuted copies of Qwen3-Next's fused GDN projections (owned here).
   std::vector<std::shared_ptr<void>> owned_weights_;

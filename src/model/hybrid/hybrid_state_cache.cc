@@ -7,15 +7,16 @@
 namespace pagellm {
 
 StatusOr<std::unique_ptr<HybridStateCache>> HybridStateCache::Create(const HybridStateSpec& spec) {
-  if (spec.num_slots <= 0 || spec.num_gdn_layers <= 0) {
-    return InvalidArgumentError(fmt::format("HybridStateCache: need positive slots and GDN layers, got {} and {}",
+  // No GDN layers is a pipeline stage holding only full-attention layers: empty slots.
+  if (spec.num_slots <= 0 || spec.num_gdn_layers < 0) {
+    return InvalidArgumentError(fmt::format("HybridStateCache: need positive slots and >= 0 GDN layers, got {} and {}",
                                             spec.num_slots, spec.num_gdn_layers));
   }
   PAGELLM_RETURN_IF_ERROR(ValidateGdnDims(spec.dims));
   std::unique_ptr<HybridStateCache> cache(new HybridStateCache(spec));
   const size_t bytes = static_cast<size_t>(spec.num_slots * spec.bytes_per_slot());
   PAGELLM_ASSIGN_OR_RETURN(cache->arena_, AlignedBuffer::Allocate(bytes));
-  std::memset(cache->arena_.data(), 0, bytes);
+  if (bytes > 0) std::memset(cache->arena_.data(), 0, bytes);
   return cache;
 }
 
@@ -31,6 +32,7 @@ GdnSequenceState HybridStateCache::Get(int64_t slot_idx, int64_t gdn_layer_idx) 
 }
 
 void HybridStateCache::ResetSlot(int64_t slot_idx) {
+  if (spec_.num_gdn_layers == 0) return;
   std::memset(SlotBase(slot_idx), 0, static_cast<size_t>(spec_.bytes_per_slot()));
 }
 
