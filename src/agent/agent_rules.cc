@@ -41,12 +41,14 @@ StatusOr<AgentRules> ParseAgentRules(const std::string& json_text) {
   if (j.contains("kv_pressure")) {
     const OrderedJson& r = j["kv_pressure"];
     if (!r.is_object()) return InvalidArgumentError("rules: kv_pressure must be an object");
-    PAGELLM_RETURN_IF_ERROR(CheckKeys(r, "kv_pressure", {"enabled", "above", "for_s", "release_below"}));
+    PAGELLM_RETURN_IF_ERROR(CheckKeys(r, "kv_pressure", {"enabled", "above", "for_s", "release_below", "preempt_to"}));
     KvPressureRule& k = rules.kv_pressure;
     PAGELLM_RETURN_IF_ERROR(Read(r, "enabled", &k.enabled));
     PAGELLM_RETURN_IF_ERROR(Read(r, "above", &k.above));
     PAGELLM_RETURN_IF_ERROR(Read(r, "for_s", &k.for_s));
     PAGELLM_RETURN_IF_ERROR(Read(r, "release_below", &k.release_below));
+    PAGELLM_RETURN_IF_ERROR(Read(r, "preempt_to", &k.preempt_to));
+    if (!(k.preempt_to >= 0.0 && k.preempt_to <= 1.0)) return InvalidArgumentError("rules: kv_pressure.preempt_to must be in [0, 1]");
     if (k.release_below > k.above) return InvalidArgumentError("rules: kv_pressure.release_below must be <= above");
   }
   if (j.contains("unready")) {
@@ -108,7 +110,8 @@ std::vector<Decision> RuleEvaluator::Observe(const WorkerSample& s) {
     if (!st.drained_for_kv && s.now_s - *st.kv_high_since >= k.for_s) {
       st.drained_for_kv = true;
       out.push_back({DecisionKind::kDrainAndReclaim, "kv_pressure", s.url,
-                     {{"kv_cache_usage_perc", s.kv_usage}, {"above", k.above}, {"for_s", s.now_s - *st.kv_high_since}}});
+                     {{"kv_cache_usage_perc", s.kv_usage}, {"above", k.above}, {"for_s", s.now_s - *st.kv_high_since},
+                      {"preempt_to", k.preempt_to}}});
     }
     return out;
   }

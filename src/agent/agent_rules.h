@@ -1,7 +1,7 @@
 // The agent's rules (the deployment's runbook, as a JSON file) and their evaluation: a
 // pure function of what the agent measured, so tests can drive it with made-up times.
 //
-//   {"kv_pressure": {"above": 0.98, "for_s": 30, "release_below": 0.90},
+//   {"kv_pressure": {"above": 0.98, "for_s": 30, "release_below": 0.90, "preempt_to": 0.90},
 //    "unready": {"failures": 3, "restart_command": "systemctl restart pagellm@{port}",
 //                "restart_timeout_s": 120, "fallback_command": "systemctl start pagellm-safe@{port}",
 //                "max_restarts": 2, "restart_window_s": 600}}
@@ -10,10 +10,14 @@
 //   RuleEvaluator eval(*rules);
 //   for (const Decision& d : eval.Observe(sample)) Execute(d);
 //
-// kv_pressure: KV block usage above `above` for `for_s` seconds: route new work away
-// (drain in the router) and reclaim (reset the prefix cache; it frees blocks only when
-// idle cached blocks dominate: vllm:kv_cache_usage_perc already counts those as free);
-// once usage is below `release_below`, the worker is admitted again.
+// kv_pressure: KV block usage above `above` for `for_s` seconds: stop admitting (drain
+// in the router: new work goes elsewhere), then reclaim what running requests hold:
+// POST /preempt_requests preempts the newest ones by recompute until usage is at most
+// `preempt_to` (they resume on the worker when there is room, output unchanged; 1 turns
+// preemption off), and the prefix cache is reset only when idle cached blocks dominate
+// the blocks requests hold (vllm:kv_cache_usage_perc already counts idle cached blocks
+// as free, so a reset alone frees nothing under real pressure). Once usage is below
+// `release_below`, the worker is admitted again.
 // unready: `failures` consecutive rounds in which the worker was neither ready (a real
 // 1-token generation succeeded) nor making progress (its prompt + generation token
 // counters rose: a busy worker's probe may wait behind its queue, and restarting it
@@ -40,6 +44,7 @@ struct KvPressureRule {
   double above = 0.98;
   double for_s = 30.0;
   double release_below = 0.90;
+  double preempt_to = 0.90;  // target KV usage of the preemption, in [0, 1]
 };
 
 struct UnreadyRule {

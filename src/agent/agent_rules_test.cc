@@ -20,6 +20,8 @@ TEST(AgentRulesTest, ParsesAndRefusesUnknownKeys) {
   EXPECT_FALSE(ParseAgentRules(R"({"unready": {"failures": 0}})").ok());
   EXPECT_FALSE(ParseAgentRules(R"({"kv_pressure": {"above": 0.5, "release_below": 0.9}})").ok());
   EXPECT_FALSE(ParseAgentRules("[1]").ok());
+  EXPECT_FALSE(ParseAgentRules(R"({"kv_pressure": {"preempt_to": 1.5}})").ok());
+  EXPECT_DOUBLE_EQ(ParseAgentRules(R"({"kv_pressure": {"preempt_to": 0.5}})")->kv_pressure.preempt_to, 0.5);
 }
 
 TEST(AgentRulesTest, KvPressureFiresAfterItsDurationAndReleasesBelowTheMark) {
@@ -30,6 +32,7 @@ TEST(AgentRulesTest, KvPressureFiresAfterItsDurationAndReleasesBelowTheMark) {
   ASSERT_EQ(fire.size(), 1u);
   EXPECT_EQ(fire[0].kind, DecisionKind::kDrainAndReclaim);
   EXPECT_DOUBLE_EQ(fire[0].measurement["for_s"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(fire[0].measurement["preempt_to"].get<double>(), 0.9);  // the default
   EXPECT_TRUE(eval.Observe(At(40, 0.99)).empty());   // once, not every round
   EXPECT_TRUE(eval.Observe(At(41, 0.95)).empty());   // below the trigger, above the release mark
   auto back = eval.Observe(At(42, 0.5));

@@ -68,18 +68,11 @@ OrderedJson FleetAgent::RouterPost(const std::string& path, const std::string& u
 void FleetAgent::Execute(const Decision& d) {
   AuditRecord rec{.rule = d.rule, .worker = d.worker, .action = DecisionName(d.kind), .measurement = d.measurement};
   switch (d.kind) {
-    case DecisionKind::kDrainAndReclaim: {
+    case DecisionKind::kDrainAndReclaim:
       PLOG_WARN("agent: {}: KV usage {:.3f} above {} for {:.0f} s: draining it and reclaiming", d.worker,
                 d.measurement.value("kv_cache_usage_perc", 0.0), rules_.kv_pressure.above, rules_.kv_pressure.for_s);
-      rec.command = "POST router /admin/workers/drain; POST worker /reset_prefix_cache";
-      rec.result["drain"] = RouterPost("/admin/workers/drain", d.worker);
-      FleetReply reset = FleetCall(d.worker, "POST", "/reset_prefix_cache", "{}", options_.timeout_s);
-      rec.result["reset_prefix_cache"] = {{"status", reset.status}, {"body", BodyJson(reset.body)}};
-      // What the reclaim freed: the usage right after it.
-      WorkerSample after = Sample(d.worker);
-      if (after.scraped) rec.result["kv_cache_usage_perc_after"] = after.kv_usage;
+      Reclaim(d.worker, &rec);
       break;
-    }
     case DecisionKind::kReadmit:
       PLOG_INFO("agent: {}: KV usage back to {:.3f}: admitted again", d.worker,
                 d.measurement.value("kv_cache_usage_perc", 0.0));
@@ -94,6 +87,52 @@ void FleetAgent::Execute(const Decision& d) {
       return;  // Restart writes its own records
   }
   audit_.Write(rec);
+}
+
+namespace {
+
+// Resetting the prefix cache pays off only when idle cached blocks dominate the blocks
+// requests hold: those idle blocks are already free in vllm:kv_cache_usage_perc's
+// sense, and the reset (like vLLM's) is refused while any request holds blocks.
+bool IdleCachedBlocksDominate(const OrderedJson& preempt_answer) {
+  return preempt_answer.value("num_idle_cached_blocks", 0) > preempt_answer.value("num_used_blocks", 0);
+}
+
+}  // namespace
+
+void FleetAgent::Reclaim(const std::string& worker, AuditRecord* rec) {
+  rec->command = "POST router /admin/workers/drain; POST worker /preempt_requests; POST worker /reset_prefix_cache "
+                 "(when idle cached blocks dominate)";
+  // 1. Stop admitting: new work goes to the other workers.
+  rec->result["drain"] = RouterPost("/admin/workers/drain", worker);
+  // 2. Preempt the newest running requests by recompute until usage reaches preempt_to.
+  const OrderedJson ask = {{"target_kv_cache_usage", rules_.kv_pressure.preempt_to}};
+  FleetReply preempt = FleetCall(worker, "POST", "/preempt_requests", ask.dump(), options_.timeout_s);
+  const OrderedJson answer = BodyJson(preempt.body);
+  rec->result["preempt"] = {{"status", preempt.status}, {"body", answer}};
+  OrderedJson freed = OrderedJson::object();
+  if (preempt.ok() && answer.is_object()) {
+    freed["preempt"] = {{"requests", answer.value("num_preempted_requests", 0)},
+                        {"blocks", answer.value("num_freed_blocks", 0)},
+                        {"cached_blocks_kept", answer.value("num_freed_cached_blocks", 0)}};
+  }
+  // 3. Reset the prefix cache only when it can free something (a worker without
+  // /preempt_requests, e.g. plain vLLM, gets the reset tried as before).
+  const bool known = preempt.ok() && answer.is_object();
+  if (!known || IdleCachedBlocksDominate(answer)) {
+    FleetReply reset = FleetCall(worker, "POST", "/reset_prefix_cache", "{}", options_.timeout_s);
+    const OrderedJson reset_body = BodyJson(reset.body);
+    rec->result["reset_prefix_cache"] = {{"status", reset.status}, {"body", reset_body}};
+    const bool dropped = reset.ok() && reset_body.is_object() && reset_body.value("reset", false);
+    freed["reset_prefix_cache"] = {{"cached_blocks_dropped", dropped ? answer.value("num_idle_cached_blocks", 0) : 0}};
+  } else {
+    rec->result["reset_prefix_cache"] = {
+        {"skipped", fmt::format("idle cached blocks ({}) do not dominate the blocks requests hold ({})",
+                                answer.value("num_idle_cached_blocks", 0), answer.value("num_used_blocks", 0))}};
+  }
+  rec->result["freed"] = freed;
+  WorkerSample after = Sample(worker);
+  if (after.scraped) rec->result["kv_cache_usage_perc_after"] = after.kv_usage;
 }
 
 void FleetAgent::Restart(Decision d) {

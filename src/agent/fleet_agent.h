@@ -40,6 +40,8 @@ class FleetAgent {
   WorkerSample Sample(const std::string& url);
   void Execute(const Decision& d);
   void Restart(Decision d);  // on its own thread
+  // kv_pressure's action: drain, preempt, maybe reset; what each freed goes into `rec`.
+  void Reclaim(const std::string& worker, AuditRecord* rec);
   OrderedJson RouterPost(const std::string& path, const std::string& url);
 
   FleetAgentOptions options_;

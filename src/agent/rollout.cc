@@ -92,22 +92,24 @@ Status Rollout::Replace(const std::string& url, const std::string& command, cons
   return OkStatus();
 }
 
-Status Rollout::RollOne(const std::string& url, const std::vector<std::string>& old_workers, const Window& baseline) {
+Status Rollout::RollOne(const std::string& url, const Peers& peers, const Window& baseline) {
+  const std::vector<std::string>& peer_urls = peers.urls;
   PLOG_INFO("rollout: {}: replacing it with the new version", url);
   PAGELLM_RETURN_IF_ERROR(Replace(url, options_.new_command, "new"));
+  Sleep(options_.initial_delay_s);  // let the restart's backlog settle first
   // Compare over the same window: the new worker against the old ones beside it.
-  Window new0 = Scrape({url}), old0 = Scrape(old_workers);
+  Window new0 = Scrape({url}), old0 = Scrape(peer_urls);
   Window new1, old1;
   double waited = 0;
   for (int w = 0; w < 3; ++w) {  // up to three windows until the new worker served enough
     Sleep(options_.window_s);
     waited += options_.window_s;
     new1 = Scrape({url});
-    old1 = Scrape(old_workers);
+    old1 = Scrape(peer_urls);
     if (new1.ttft.Minus(new0.ttft).count() >= static_cast<double>(options_.min_requests)) break;
   }
   const LatencyHistogram new_ttft = new1.ttft.Minus(new0.ttft), new_itl = new1.itl.Minus(new0.itl);
-  const bool vs_baseline = old_workers.empty();
+  const bool vs_baseline = peer_urls.empty();
   const LatencyHistogram old_ttft = vs_baseline ? baseline.ttft : old1.ttft.Minus(old0.ttft);
   const LatencyHistogram old_itl = vs_baseline ? baseline.itl : old1.itl.Minus(old0.itl);
   const double n_ttft = new_ttft.Quantile(0.99), o_ttft = old_ttft.Quantile(0.99);
@@ -116,14 +118,14 @@ Status Rollout::RollOne(const std::string& url, const std::vector<std::string>& 
   const bool enough = new_ttft.count() >= static_cast<double>(options_.min_requests) && old_ttft.count() > 0;
   const bool worse = enough && ((n_ttft > limit * o_ttft) || (!std::isnan(n_itl) && !std::isnan(o_itl) && n_itl > limit * o_itl));
   Record(url, "compare", "",
-         {{"window_s", waited}, {"compared_with", vs_baseline ? "the fleet before the rollout" : "old workers"},
+         {{"window_s", waited}, {"initial_delay_s", options_.initial_delay_s}, {"compared_with", vs_baseline ? "the worker before the rollout" : peers.what},
           {"requests_new", new_ttft.count()}, {"requests_old", old_ttft.count()},
           {"p99_ttft_new_s", Round4(n_ttft)}, {"p99_ttft_old_s", Round4(o_ttft)}, {"p99_itl_new_s", Round4(n_itl)},
           {"p99_itl_old_s", Round4(o_itl)}, {"max_regression", options_.max_regression},
           {"verdict", !enough ? "not enough requests to judge: kept" : worse ? "regression" : "ok"}});
   if (!worse) return OkStatus();
-  PLOG_WARN("rollout: {}: P99 TTFT {:.4f} s / ITL {:.4f} s vs the old workers' {:.4f} / {:.4f}: rolling back", url,
-            n_ttft, n_itl, o_ttft, o_itl);
+  PLOG_WARN("rollout: {}: P99 TTFT {:.4f} s / ITL {:.4f} s vs {} {:.4f} / {:.4f}: rolling back", url,
+            n_ttft, n_itl, vs_baseline ? "before" : peers.what, o_ttft, o_itl);
   if (options_.old_command.empty()) {
     RouterAdmin(options_.router_url, "/admin/workers/drain", url, options_.timeout_s);
     Record(url, "rollback", "", {{"done", false}, {"why", "no --old command: the new worker is left drained"}});
@@ -147,16 +149,25 @@ Status Rollout::Run() {
     }
   }
   if (urls.empty()) return FailedPreconditionError("the router has no ready worker to roll");
-  if (urls.size() == 1) PLOG_WARN("rollout: one worker only: nothing serves while it restarts");
-  // The fleet's latencies before anything changes: what the last worker is held to.
-  PLOG_INFO("rollout: measuring the fleet's latencies for {:.0f} s before the first restart", options_.window_s);
-  Window b0 = Scrape(urls);
-  Sleep(options_.window_s);
-  Window b1 = Scrape(urls);
-  const Window baseline{b1.ttft.Minus(b0.ttft), b1.itl.Minus(b0.itl)};
+  Window baseline;
+  if (urls.size() == 1) {
+    PLOG_WARN("rollout: one worker only: nothing serves while it restarts");
+    // No peer to compare with: the worker before the restart is what it is held to.
+    PLOG_INFO("rollout: measuring the worker's latencies for {:.0f} s before the restart", options_.window_s);
+    Window b0 = Scrape(urls);
+    Sleep(options_.window_s);
+    Window b1 = Scrape(urls);
+    baseline = {b1.ttft.Minus(b0.ttft), b1.itl.Minus(b0.itl)};
+  }
   for (size_t i = 0; i < urls.size(); ++i) {
-    const std::vector<std::string> old_workers(urls.begin() + static_cast<std::ptrdiff_t>(i) + 1, urls.end());
-    PAGELLM_RETURN_IF_ERROR(RollOne(urls[i], old_workers, baseline));
+    const auto at = urls.begin() + static_cast<std::ptrdiff_t>(i);
+    // Peers in the same window: the workers still on the old version; for the last one,
+    // the workers rolled before it (each judged against the old version already). A
+    // window taken at another time would carry whatever else the machine did then.
+    const bool last = i + 1 == urls.size();
+    const Peers peers = !last ? Peers{{at + 1, urls.end()}, "old workers"}
+                              : Peers{{urls.begin(), at}, "the workers rolled before it"};
+    PAGELLM_RETURN_IF_ERROR(RollOne(urls[i], peers, baseline));
   }
   PLOG_INFO("rollout: all {} workers run the new version", urls.size());
   return OkStatus();

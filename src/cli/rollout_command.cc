@@ -32,6 +32,9 @@ void RegisterRolloutCommand(CLI::App& app) {
       ->required();
   cmd->add_option("--old", o.old_command, "shell command starting the old version again (rollback)");
   cmd->add_option("--window", o.window_s, "seconds of traffic compared after each restart")->capture_default_str();
+  cmd->add_option("--initial-delay", o.initial_delay_s, "seconds after a readmission before the window starts "
+                  "(the backlog from the restart settles; Argo Rollouts' analysis initialDelay)")
+      ->capture_default_str();
   cmd->add_option("--max-regression", o.max_regression, "allowed rise of P99 TTFT / ITL over the old workers'")
       ->capture_default_str();
   cmd->add_option("--min-requests", o.min_requests, "requests the new worker must serve to be judged")

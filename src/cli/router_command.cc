@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cctype>
 #include <memory>
 #include <thread>
 
@@ -30,6 +31,8 @@ struct RouterFlags {
   double metrics_stale_s = 2.0;
   int max_attempts = 3;
   int max_resumes = 3;
+  std::string session_header = "x-session-id";
+  size_t max_sessions = 100000;
   router::CacheAwareOptions cache_aware;
 };
 
@@ -66,6 +69,10 @@ Status RunRouter(const RouterFlags& f) {
   options.cache_aware = f.cache_aware;
   options.max_attempts = f.max_attempts;
   options.max_resumes = f.max_resumes;
+  std::string header = f.session_header;
+  for (char& c : header) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  options.session_header = header;
+  options.max_sessions = f.max_sessions;
   boost::asio::io_context client_io;
   auto work = boost::asio::make_work_guard(client_io);
   std::thread client_thread([&client_io] { client_io.run(); });
@@ -115,6 +122,11 @@ void RegisterRouterCommand(CLI::App& app) {
   cmd->add_option("--max-attempts", f->max_attempts, "workers tried per request before its first byte")
       ->capture_default_str();
   cmd->add_option("--max-resumes", f->max_resumes, "resumes of one stream cut after its first byte (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--session-header", f->session_header,
+                  "header naming a request's session, kept on one worker (\"\": only OpenAI's `user` field)")
+      ->capture_default_str();
+  cmd->add_option("--max-sessions", f->max_sessions, "sessions remembered (least recently used forgotten)")
       ->capture_default_str();
   cmd->add_option("--cache-threshold", f->cache_aware.cache_threshold, "cache_aware: prefix share that wins")
       ->capture_default_str();

@@ -273,6 +273,24 @@ void EngineCore::AbortRequest(const std::string& request_id) {
   for (const std::string& id : it->second) (void)scheduler_->AbortRequest(id);
 }
 
+StatusOr<EnginePreemption> EngineCore::PreemptRequests(const PreemptionRequest& request) {
+  EnginePreemption p;
+  PAGELLM_ASSIGN_OR_RETURN(p.result, scheduler_->PreemptNewest(request));
+  for (const std::string& id : p.result.request_ids) {
+    auto it = samples_.find(id);
+    const std::string& parent = it != samples_.end() ? it->second->parent_id : id;
+    if (std::find(p.request_ids.begin(), p.request_ids.end(), parent) == p.request_ids.end()) p.request_ids.push_back(parent);
+  }
+  const BlockPool& pool = scheduler_->kv_cache().pool();
+  p.num_running = scheduler_->num_running();
+  p.num_waiting = scheduler_->num_waiting();
+  p.num_usable_blocks = pool.num_usable_blocks();
+  p.num_used_blocks = pool.num_usable_blocks() - pool.num_free_blocks();
+  p.num_idle_cached_blocks = pool.num_idle_cached_blocks();
+  RefreshGauges();
+  return p;
+}
+
 bool EngineCore::HasWork() const { return scheduler_->HasUnfinishedRequests(); }
 
 Status EngineCore::GroupHealth() const { return dist_group_ != nullptr ? dist_group_->Health() : OkStatus(); }

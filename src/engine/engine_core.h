@@ -40,6 +40,17 @@ struct SampleState;
 class DistGroup;
 using OutputCallback = std::function<void(RequestOutput&&)>;
 
+// PreemptRequests' answer: the scheduler's result, with the ids the clients know.
+struct EnginePreemption {
+  PreemptionResult result;                 // request_ids: scheduler (sample) ids
+  std::vector<std::string> request_ids;    // the clients' request ids, newest first, once each
+  int32_t num_running = 0;                 // after the preemption
+  int32_t num_waiting = 0;
+  int32_t num_used_blocks = 0;             // held by requests now
+  int32_t num_idle_cached_blocks = 0;      // free but still prefix-cache hits
+  int32_t num_usable_blocks = 0;
+};
+
 class EngineCore {
  public:
   static StatusOr<std::unique_ptr<EngineCore>> Create(const EngineConfig& config);
@@ -63,6 +74,9 @@ class EngineCore {
   Status Step();
   // Drops the prefix cache's hashes when no request holds blocks; false otherwise.
   bool ResetPrefixCache() { return scheduler_->ResetPrefixCache(); }
+  // Preempts the newest running requests by recompute (Scheduler::PreemptNewest): their
+  // streams pause and resume with the same tokens; nothing is dropped. Between steps only.
+  StatusOr<EnginePreemption> PreemptRequests(const PreemptionRequest& request);
   // Tensor parallel: Unavailable once a worker rank has exited (any thread may ask);
   // always OK for a single rank. A hung rank shows as a failed Step instead.
   Status GroupHealth() const;

@@ -42,12 +42,32 @@ Status LlmEngine::AddRequest(const std::string& request_id, std::vector<int32_t>
   return OkStatus();
 }
 
-void LlmEngine::ResetPrefixCache(std::function<void(bool)> done) {
+void LlmEngine::RunBetweenSteps(std::function<void(EngineCore&)> fn) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pending_resets_.push_back(std::move(done));
+    pending_calls_.push_back(std::move(fn));
   }
   cv_.notify_one();
+}
+
+void LlmEngine::ResetPrefixCache(std::function<void(bool)> done) {
+  RunBetweenSteps([done = std::move(done)](EngineCore& core) {
+    bool reset = core.ResetPrefixCache();
+    PLOG_INFO("reset_prefix_cache: {}", reset ? "cached blocks dropped" : "refused, requests hold blocks");
+    done(reset);
+  });
+}
+
+void LlmEngine::PreemptRequests(PreemptionRequest request, std::function<void(StatusOr<EnginePreemption>)> done) {
+  RunBetweenSteps([request, done = std::move(done)](EngineCore& core) {
+    StatusOr<EnginePreemption> r = core.PreemptRequests(request);
+    if (r.ok()) {
+      PLOG_INFO("preempt_requests: {} preempted, {} blocks freed, KV usage {:.3f} -> {:.3f}, admission held at {:.3f}",
+                r->result.request_ids.size(), r->result.num_freed_blocks, r->result.kv_usage_before,
+                r->result.kv_usage_after, r->result.admission_ceiling);
+    }
+    done(std::move(r));
+  });
 }
 
 int64_t LlmEngine::RetryAfterSeconds() const {
@@ -66,12 +86,12 @@ void LlmEngine::AbortRequest(const std::string& request_id) {
 void LlmEngine::DrainCommands() {
   std::deque<PendingAdd> adds;
   std::vector<std::string> aborts;
-  std::vector<std::function<void(bool)>> resets;
+  std::vector<std::function<void(EngineCore&)>> calls;
   {
     std::lock_guard<std::mutex> lock(mu_);
     adds.swap(pending_adds_);
     aborts.swap(pending_aborts_);
-    resets.swap(pending_resets_);
+    calls.swap(pending_calls_);
     // They join the core's waiting queue: keep the admission count whole until the
     // step's stats recount it.
     for (const PendingAdd& add : adds) stats_.num_waiting += add.params.n;
@@ -106,11 +126,10 @@ void LlmEngine::DrainCommands() {
     }
   }
   for (const std::string& id : aborts) core_->AbortRequest(id);
-  for (auto& done : resets) {
-    bool reset = core_->ResetPrefixCache();
-    PLOG_INFO("reset_prefix_cache: {}", reset ? "cached blocks dropped" : "refused, requests hold blocks");
-    done(reset);
-  }
+  if (calls.empty()) return;
+  for (auto& call : calls) call(*core_);
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_ = core_->stats();  // an admin call changed the queues or the KV usage
 }
 
 Status LlmEngine::RunUntilIdle() {
@@ -135,7 +154,7 @@ void LlmEngine::Loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !pending_adds_.empty() || !pending_aborts_.empty() || !pending_resets_.empty() ||
+      cv_.wait(lock, [&] { return stop_ || !pending_adds_.empty() || !pending_aborts_.empty() || !pending_calls_.empty() ||
                                core_->HasWork(); });
       if (stop_) break;
     }

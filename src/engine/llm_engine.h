@@ -41,6 +41,10 @@ class LlmEngine {
   // vLLM's /reset_prefix_cache, run on the engine thread between steps; `done` gets
   // whether the cache was reset (false while any request holds blocks) there.
   void ResetPrefixCache(std::function<void(bool reset)> done);
+  // An operator's reclaim (POST /preempt_requests): preempts the newest running
+  // requests by recompute on the engine thread between steps (EngineCore::PreemptRequests);
+  // `done` gets what was freed, or InvalidArgument for a request without a valid bound.
+  void PreemptRequests(PreemptionRequest request, std::function<void(StatusOr<EnginePreemption>)> done);
   // After AddRequest refused a request as overloaded (ResourceExhausted): seconds until
   // the waiting queue has drained at the measured rate (admission_control.h).
   int64_t RetryAfterSeconds() const;
@@ -66,6 +70,8 @@ class LlmEngine {
       : core_(std::move(core)), stats_(core_->stats()), admission_(limits) {}
   void Loop();
   void DrainCommands();  // applies queued adds/aborts; engine thread only
+  // Queues `fn` for the engine thread, between steps (admin calls).
+  void RunBetweenSteps(std::function<void(EngineCore&)> fn);
 
   struct PendingAdd {
     std::string id;
@@ -79,7 +85,7 @@ class LlmEngine {
   std::condition_variable cv_;
   std::deque<PendingAdd> pending_adds_;
   std::vector<std::string> pending_aborts_;
-  std::vector<std::function<void(bool)>> pending_resets_;
+  std::vector<std::function<void(EngineCore&)>> pending_calls_;  // RunBetweenSteps
   int64_t pending_tokens_ = 0;  // prompt tokens of pending_adds_ (x n)
   EngineStats stats_;
   AdmissionControl admission_;

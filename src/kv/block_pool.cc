@@ -20,6 +20,12 @@ double BlockPool::usage() const {
   return 1.0 - static_cast<double>(num_free_blocks()) / num_usable_blocks();
 }
 
+int32_t BlockPool::num_idle_cached_blocks() const {
+  int32_t n = 0;
+  for (const auto& [hash, block_id] : cached_) n += ref_counts_[block_id] == 0 ? 1 : 0;
+  return n;
+}
+
 std::vector<int32_t> BlockPool::AllocateBlocks(int32_t num) {
   PAGELLM_CHECK(num >= 0 && num <= num_free_blocks());
   std::vector<int32_t> block_ids;

@@ -42,6 +42,9 @@ class BlockPool {
   // Blocks in the free queue, including evictable cached ones.
   int32_t num_free_blocks() const { return free_queue_.size(); }
   int32_t num_cached_blocks() const { return static_cast<int32_t>(cached_.size()); }
+  // Cached blocks no request holds (ref 0): free, yet still prefix-cache hits until
+  // evicted. O(num cached blocks); for an operator's reclaim decision, not per step.
+  int32_t num_idle_cached_blocks() const;
   bool enable_caching() const { return enable_caching_; }
   // Fraction of usable blocks with ref > 0, in [0, 1] (vLLM kv_cache_usage_perc).
   double usage() const;

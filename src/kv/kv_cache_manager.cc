@@ -54,25 +54,39 @@ bool KvCacheManager::IsPrefixPending(const KvSequence& seq, const ComputedBlocks
   return pending_counts_.contains(hash);
 }
 
-std::optional<std::vector<int32_t>> KvCacheManager::AllocateSlots(
-    const KvSequence& seq, int32_t num_new_tokens, const ComputedBlocks& new_computed) {
+int32_t KvCacheManager::NumBlocksToAllocate(const KvSequence& seq, int32_t num_new_tokens,
+                                            const ComputedBlocks& new_computed) const {
   const auto it = requests_.find(seq.request_id);
   const bool is_new = it == requests_.end();
   PAGELLM_CHECK(is_new || new_computed.block_ids.empty());
   PAGELLM_CHECK(num_new_tokens >= 0);
-  const int32_t num_tokens = static_cast<int32_t>(seq.token_ids.size());
   const int32_t num_computed = seq.num_computed_tokens + new_computed.num_computed_tokens;
-  PAGELLM_CHECK(num_computed + num_new_tokens <= num_tokens);
-
+  PAGELLM_CHECK(num_computed + num_new_tokens <= static_cast<int32_t>(seq.token_ids.size()));
   const int32_t num_held = is_new ? 0 : static_cast<int32_t>(it->second.block_ids.size());
   const int32_t num_hit = static_cast<int32_t>(new_computed.block_ids.size());
   const int32_t num_required = (num_computed + num_new_tokens + block_size_ - 1) / block_size_;
-  const int32_t num_to_allocate = std::max(0, num_required - num_held - num_hit);
+  return std::max(0, num_required - num_held - num_hit);
+}
+
+int32_t KvCacheManager::NumRevivedBlocks(const ComputedBlocks& new_computed) const {
+  return static_cast<int32_t>(std::count_if(new_computed.block_ids.begin(), new_computed.block_ids.end(),
+                                            [&](int32_t block_id) { return pool_.ref_count(block_id) == 0; }));
+}
+
+int32_t KvCacheManager::NumBlocksToTake(const KvSequence& seq, int32_t num_new_tokens,
+                                        const ComputedBlocks& new_computed) const {
   // Hits sitting in the free queue are taken out of it, so they count against it.
-  const auto num_revived = static_cast<int32_t>(std::count_if(
-      new_computed.block_ids.begin(), new_computed.block_ids.end(),
-      [&](int32_t block_id) { return pool_.ref_count(block_id) == 0; }));
-  if (num_to_allocate + num_revived > pool_.num_free_blocks()) return std::nullopt;
+  return NumBlocksToAllocate(seq, num_new_tokens, new_computed) + NumRevivedBlocks(new_computed);
+}
+
+std::optional<std::vector<int32_t>> KvCacheManager::AllocateSlots(
+    const KvSequence& seq, int32_t num_new_tokens, const ComputedBlocks& new_computed) {
+  const int32_t num_to_allocate = NumBlocksToAllocate(seq, num_new_tokens, new_computed);
+  if (num_to_allocate + NumRevivedBlocks(new_computed) > pool_.num_free_blocks()) return std::nullopt;
+  const bool is_new = !requests_.contains(seq.request_id);
+  const int32_t num_tokens = static_cast<int32_t>(seq.token_ids.size());
+  const int32_t num_computed = seq.num_computed_tokens + new_computed.num_computed_tokens;
+  const int32_t num_hit = static_cast<int32_t>(new_computed.block_ids.size());
 
   RequestBlocks& state = requests_[std::string(seq.request_id)];
   if (is_new) {

@@ -93,6 +93,10 @@ class KvCacheManager {
   std::optional<std::vector<int32_t>> AllocateSlots(const KvSequence& seq,
                                                     int32_t num_new_tokens,
                                                     const ComputedBlocks& new_computed);
+  // Free-queue blocks that AllocateSlots(seq, num_new_tokens, new_computed) would take
+  // (new blocks plus hits revived from the free queue), changing nothing.
+  int32_t NumBlocksToTake(const KvSequence& seq, int32_t num_new_tokens,
+                          const ComputedBlocks& new_computed) const;
   // Publishes the request's full blocks within [0, seq.num_computed_tokens) to the
   // prefix cache. Call after each step that computed tokens for it.
   void CommitComputedBlocks(const KvSequence& seq);
@@ -119,6 +123,8 @@ class KvCacheManager {
 
   explicit KvCacheManager(const KvCacheConfig& config);
   void AddPending(std::span<const BlockHash> hashes);
+  int32_t NumBlocksToAllocate(const KvSequence& seq, int32_t num_new_tokens, const ComputedBlocks& new_computed) const;
+  int32_t NumRevivedBlocks(const ComputedBlocks& new_computed) const;  // hits with ref 0
   void RemovePending(const BlockHash& hash);
 
   // Lets requests_ be searched with a string_view without building a std::string.

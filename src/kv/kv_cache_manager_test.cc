@@ -156,6 +156,25 @@ TEST(KvCacheManagerTest, HitOnFreedCachedBlockCountsAsFreeCapacity) {
   EXPECT_DOUBLE_EQ(kv->usage(), 1.0);
 }
 
+// NumBlocksToTake is what AllocateSlots would take from the free queue: new blocks plus
+// hits revived from it, and it changes nothing.
+TEST(KvCacheManagerTest, NumBlocksToTakeCountsNewAndRevivedBlocks) {
+  auto kv = MakeManager(/*num_blocks=*/7);  // usable 1..6
+  Req req0{"0", WithCommonPrefix({3})};      // 13 tokens -> 4 blocks, 3 full ones cached
+  AdmitAndCompute(*kv, req0);
+  kv->Free("0");
+  Req req1{"1", WithCommonPrefix({8, 9, 10, 11, 12})};  // 17 tokens -> 5 blocks
+  ComputedBlocks hits = kv->GetComputedBlocks(req1.seq());
+  ASSERT_THAT(hits.block_ids, ElementsAre(1, 2, 3));
+  EXPECT_EQ(kv->NumBlocksToTake(req1.seq(), 5, hits), 3 + 2);  // 3 revived, 2 new
+  EXPECT_EQ(kv->NumBlocksToTake(req1.seq(), 1, hits), 3 + 1);
+  EXPECT_EQ(kv->num_free_blocks(), 6);
+  EXPECT_EQ(kv->pool().num_idle_cached_blocks(), 3);
+  ASSERT_TRUE(kv->AllocateSlots(req1.seq(), 5, hits).has_value());
+  EXPECT_EQ(kv->num_free_blocks(), 6 - 5);
+  EXPECT_EQ(kv->pool().num_idle_cached_blocks(), 0);  // the hits are held again
+}
+
 TEST(KvCacheManagerTest, ExtraKeyIsolatesNamespaces) {
   auto kv = MakeManager();
   Req base{"0", WithCommonPrefix({3}), "lora-a"};

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <cctype>
 #include <cerrno>
 #include <array>
 #include <deque>
@@ -181,6 +182,11 @@ void Session::OnRead(beast::error_code ec) {
   r.target = std::string(req.target());
   r.authorization = std::string(req[http::field::authorization]);
   r.content_type = std::string(req[http::field::content_type]);
+  for (const auto& field : req) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers.emplace_back(std::move(name), std::string(field.value()));
+  }
   r.body = std::move(req.body());
   keep_alive_ = req.keep_alive();
   ++gen_;

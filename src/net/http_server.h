@@ -34,7 +34,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -47,7 +49,16 @@ struct HttpRequest {
   std::string body;
   std::string authorization;  // the Authorization header ("" when absent)
   std::string content_type;
+  // Every header as (lower-case name, value), in arrival order.
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string path() const { return target.substr(0, target.find('?')); }
+  // The first value of header `lower_name` ("" when absent).
+  std::string header(std::string_view lower_name) const {
+    for (const auto& [name, value] : headers) {
+      if (name == lower_name) return value;
+    }
+    return "";
+  }
 };
 
 // One request and its response. Thread-safe: every call is posted to the connection's

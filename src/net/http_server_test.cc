@@ -54,6 +54,7 @@ class HttpServerTest : public ::testing::Test {
   void Handle(const std::shared_ptr<HttpExchange>& ex) {
     std::string path = ex->request().path();
     if (path == "/hello") return ex->Respond(200, "text/plain", "hi " + ex->request().body);
+    if (path == "/header") return ex->Respond(200, "text/plain", "[" + ex->request().header("x-session-id") + "]");
     if (path == "/stream") {
       ex->BeginStream("text/event-stream");
       ex->Write("a");
@@ -87,6 +88,16 @@ TEST_F(HttpServerTest, RespondsAndKeepsTheConnectionAlive) {
   Send(fd, "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n");
   std::string second = ReadUntil(fd, "no");
   EXPECT_EQ(second.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << second;
+  ::close(fd);
+}
+
+// Header names are matched case-insensitively (lower-cased on arrival).
+TEST_F(HttpServerTest, ExposesHeadersByLowerCaseName) {
+  int fd = Connect(server_->port());
+  Send(fd, "GET /header HTTP/1.1\r\nHost: x\r\nX-Session-ID: chat-42\r\n\r\n");
+  EXPECT_NE(ReadUntil(fd, "]").find("[chat-42]"), std::string::npos);
+  Send(fd, "GET /header HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_NE(ReadUntil(fd, "]").find("[]"), std::string::npos);
   ::close(fd);
 }
 

@@ -40,6 +40,7 @@ struct RelayJob {
   bool chat;
   double read_at_s;            // when the router read the request (added-latency start)
   std::string authorization;
+  std::string session;           // conversation affinity key ("" = none)
   RequestKey key;
   std::vector<uint64_t> blocks;  // prefix-index blocks of key.text
   StreamResume resume;

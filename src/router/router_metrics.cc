@@ -8,6 +8,8 @@ RouterMetrics::RouterMetrics(std::string policy) : policy_(std::move(policy)) {
                                   "Requests re-sent to another worker after failing before their first byte.", p);
   resumes_ = registry_.AddCounter("pagellm_router:resumes_total",
                                   "Streams cut after their first byte and resumed on another worker.", p);
+  session_moves_ = registry_.AddCounter("pagellm_router:session_moves_total",
+                                        "Sessions re-bound to another worker (theirs could not take a request).", p);
   client_errors_ = registry_.AddCounter("pagellm_router:client_errors_total",
                                         "Requests answered with an error by the router itself.", p);
   prefix_matched_ = registry_.AddCounter("pagellm_router:prefix_matched_blocks_total",

@@ -30,6 +30,7 @@ class RouterMetrics {
   void OnError(const std::string& worker);
   void OnRetry() { retries_->Inc(); }
   void OnResume() { resumes_->Inc(); }
+  void OnSessionMove() { session_moves_->Inc(); }
   void OnPrefix(size_t matched_blocks, size_t num_blocks);
   void ObserveAddedLatency(double seconds) { added_latency_->Observe(seconds); }
   void OnClientError() { client_errors_->Inc(); }
@@ -37,6 +38,7 @@ class RouterMetrics {
 
   double retries() const { return retries_->value(); }
   double resumes() const { return resumes_->value(); }
+  double session_moves() const { return session_moves_->value(); }
 
  private:
   struct WorkerSeries {
@@ -51,6 +53,7 @@ class RouterMetrics {
   metrics::MetricsRegistry registry_;
   metrics::Counter* retries_;
   metrics::Counter* resumes_;
+  metrics::Counter* session_moves_;
   metrics::Counter* client_errors_;
   metrics::Counter* prefix_matched_;
   metrics::Counter* prefix_queried_;

@@ -20,7 +20,7 @@ void RespondError(const std::shared_ptr<net::HttpExchange>& ex, int status, cons
 RouterService::RouterService(WorkerRegistry& registry, RouterMetrics& metrics, RouterOptions options,
                              boost::asio::io_context& client_io)
     : registry_(registry), metrics_(metrics), options_(options), client_io_(client_io),
-      policy_(options.policy, options.cache_aware) {}
+      policy_(options.policy, options.cache_aware), sessions_(options.max_sessions) {}
 
 void RouterService::Handle(std::shared_ptr<net::HttpExchange> ex) {
   try {
@@ -72,8 +72,17 @@ std::optional<WorkerView> RouterService::Choose(RelayJob& job) {
     candidates[i].kv_usage = ready[i].kv_usage;
     if (policy_.uses_prefix()) candidates[i].matched_blocks = prefix_.MatchBlocks(ready[i].url, job.blocks);
   }
-  RouteChoice choice = policy_.Pick(candidates, job.blocks.size());
+  std::optional<RouteChoice> bound;
+  if (!job.session.empty()) {
+    if (std::optional<std::string> url = sessions_.Lookup(job.session)) {
+      for (size_t i = 0; i < ready.size() && !bound; ++i) {
+        if (ready[i].url == *url) bound = RouteChoice{i, "session"};
+      }
+    }
+  }
+  RouteChoice choice = bound ? *bound : policy_.Pick(candidates, job.blocks.size());
   const WorkerView& w = ready[choice.idx];
+  if (!job.session.empty() && !bound && sessions_.Bind(job.session, w.url)) metrics_.OnSessionMove();
   // The estimated hit rate is a property of the routing, whatever the policy.
   size_t matched = policy_.uses_prefix() ? candidates[choice.idx].matched_blocks : prefix_.MatchBlocks(w.url, job.blocks);
   metrics_.OnPrefix(matched, job.blocks.size());
@@ -82,12 +91,22 @@ std::optional<WorkerView> RouterService::Choose(RelayJob& job) {
   return w;
 }
 
+std::string RouterService::SessionOf(const net::HttpRequest& req, const OrderedJson& body) const {
+  if (!options_.session_header.empty()) {
+    std::string session = req.header(options_.session_header);
+    if (!session.empty()) return session;
+  }
+  auto user = body.find("user");
+  return user != body.end() && user->is_string() ? user->get<std::string>() : "";
+}
+
 void RouterService::HandleGenerate(const std::shared_ptr<net::HttpExchange>& ex, bool chat) {
   OrderedJson body = OrderedJson::parse(ex->request().body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return RespondError(ex, 400, "Malformed JSON in the request body.");
   if (!body.is_object()) return RespondError(ex, 400, "The request body must be a JSON object.");
   auto job = std::make_shared<RelayJob>(*this, ex, ex->request().path(), std::move(body), chat, SteadyNowS());
   job->authorization = ex->request().authorization;
+  job->session = SessionOf(ex->request(), job->body);
   ex->SetCancelHandler([job] { job->cancelled = true; });
   boost::asio::co_spawn(client_io_, RunRelay(job), boost::asio::detached);
 }

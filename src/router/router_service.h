@@ -14,6 +14,8 @@
 //   POST /admin/workers {"url"}                  add (probed before it gets traffic)
 //   POST /admin/workers/drain {"url"}            no new requests, running ones finish
 //   POST /admin/workers/remove {"url"}  (or DELETE /admin/workers?url=...)
+// Sessions: requests naming one (x-session-id header or `user`) stick to one worker
+// (session_affinity.h).
 // Failures: an attempt that fails before the client got a byte (connect error, 5xx,
 // 429, a cut) goes to another worker, up to max_attempts workers; a stream cut after
 // its first byte is resumed on another worker (stream_resume.h) up to max_resumes
@@ -33,6 +35,7 @@
 #include "router/prefix_index.h"
 #include "router/router_metrics.h"
 #include "router/routing_policy.h"
+#include "router/session_affinity.h"
 #include "router/worker_registry.h"
 
 namespace pagellm::router {
@@ -43,6 +46,10 @@ struct RouterOptions {
   int max_attempts = 3;
   int max_resumes = 3;
   std::chrono::seconds upstream_idle_timeout{300};
+  // Conversation affinity (session_affinity.h): the header naming a request's session
+  // ("" = headers off; OpenAI's `user` field is read either way) and how many are kept.
+  std::string session_header = "x-session-id";
+  size_t max_sessions = 100000;
 };
 
 struct RelayJob;
@@ -54,8 +61,13 @@ class RouterService {
   void Handle(std::shared_ptr<net::HttpExchange> ex);
   PrefixIndex& prefix_index() { return prefix_; }
 
-  // The worker for `job` (none tried before by it); nullopt when none is ready.
+  // The worker for `job` (none tried before by it); nullopt when none is ready. A job
+  // with a session goes to its bound worker when that one is ready, else the policy
+  // picks and the session moves there for good (session_affinity.h).
   std::optional<WorkerView> Choose(RelayJob& job);
+  // The session a request names: the session header, else the body's `user` string.
+  std::string SessionOf(const net::HttpRequest& req, const OrderedJson& body) const;
+  SessionAffinity& sessions() { return sessions_; }
   WorkerRegistry& registry() { return registry_; }
   RouterMetrics& metrics() { return metrics_; }
   const RouterOptions& options() const { return options_; }
@@ -72,6 +84,7 @@ class RouterService {
   boost::asio::io_context& client_io_;
   RoutingPolicy policy_;
   PrefixIndex prefix_;
+  SessionAffinity sessions_;
 };
 
 // Seconds on the steady clock (routing and staleness timestamps).

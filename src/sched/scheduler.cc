@@ -106,10 +106,53 @@ const Request* Scheduler::FindRequest(const std::string& request_id) const {
   return it == requests_.end() ? nullptr : it->second.get();
 }
 
+StatusOr<PreemptionResult> Scheduler::PreemptNewest(const PreemptionRequest& request) {
+  if (request.max_num_requests < 0) {
+    return InvalidArgumentError(fmt::format("num_requests must be >= 0, got {}", request.max_num_requests));
+  }
+  if (request.target_kv_usage && !(*request.target_kv_usage >= 0.0 && *request.target_kv_usage <= 1.0)) {
+    return InvalidArgumentError(fmt::format("kv_cache_usage must be in [0, 1], got {}", *request.target_kv_usage));
+  }
+  if (request.max_num_requests == 0 && !request.target_kv_usage) {
+    return InvalidArgumentError("give num_requests (> 0) or kv_cache_usage (a target in [0, 1]), or both");
+  }
+  PreemptionResult result;
+  result.kv_usage_before = kv_->usage();
+  const int32_t num_free_before = kv_->num_free_blocks();
+  const int32_t num_idle_cached_before = kv_->pool().num_idle_cached_blocks();
+  auto done = [&] {
+    const bool count_reached =
+        request.max_num_requests > 0 && static_cast<int32_t>(result.request_ids.size()) >= request.max_num_requests;
+    return running_.empty() || count_reached || (request.target_kv_usage && kv_->usage() <= *request.target_kv_usage);
+  };
+  // The back of running_ is whom memory pressure would preempt (ReserveOrPreempt).
+  std::vector<Request*> preempted;
+  while (!done()) {
+    Request* victim = running_.back();
+    running_.pop_back();
+    capacity_.Preempt(*victim);
+    preempted.push_back(victim);
+    result.request_ids.push_back(victim->request_id());
+  }
+  // As in Schedule(): the oldest victim ends at the head, so they resume in order.
+  for (Request* req : preempted) Enqueue(req, /*preempted=*/true);
+  preempted_ids_.insert(preempted_ids_.end(), result.request_ids.begin(), result.request_ids.end());
+  result.num_freed_blocks = kv_->num_free_blocks() - num_free_before;
+  result.num_freed_cached_blocks = kv_->pool().num_idle_cached_blocks() - num_idle_cached_before;
+  result.kv_usage_after = kv_->usage();
+  if (!preempted.empty()) {
+    hold_.Begin(result.request_ids, request.target_kv_usage.value_or(result.kv_usage_after));
+    result.admission_ceiling = hold_.ceiling();
+  }
+  return result;
+}
+
 SchedulerOutput Scheduler::Schedule() {
   SchedulerOutput out;
   out.finished_ids = std::move(finished_ids_);
   finished_ids_.clear();
+  out.preempted_ids = std::move(preempted_ids_);
+  preempted_ids_.clear();
   ProcessAborts(&out);
   BatchLimits limits = config_.batch;
   limits.max_prefill_tokens_per_step = max_prefill_tokens_per_step_;
@@ -175,8 +218,9 @@ void Scheduler::ScheduleWaiting(TokenBudget* budget, SchedulerOutput* out) {
     const int32_t num_uncomputed = req->num_tokens() - hits.num_computed_tokens;
     int32_t num_new = budget->Choose(num_uncomputed);
     if (num_new > 0) num_new = CutAtSnapshotBoundary(hits.num_computed_tokens, num_new);
-    if (num_new == 0 || !capacity_.TryAdmit(*req, num_new, hits)) break;
+    if (num_new == 0 || !HoldAllows(*req, num_uncomputed, hits) || !capacity_.TryAdmit(*req, num_new, hits)) break;
     waiting_.pop_front();
+    hold_.OnLeftQueue(req->request_id());
     AddRunning(req);
     req->set_status(RequestStatus::kRunning);
     req->set_num_computed_tokens(hits.num_computed_tokens);
@@ -187,6 +231,15 @@ void Scheduler::ScheduleWaiting(TokenBudget* budget, SchedulerOutput* out) {
     PlanSnapshotSave(*req, &out->scheduled.back());
   }
   waiting_.insert(waiting_.begin(), deferred.begin(), deferred.end());
+}
+
+bool Scheduler::HoldAllows(const Request& req, int32_t num_uncomputed_tokens, const ComputedBlocks& hits) const {
+  if (!hold_.active()) return true;
+  // The whole recompute, not just the first chunk: a held request must fit whole.
+  const int32_t num_taken = kv_->NumBlocksToTake(req.kv_sequence(), num_uncomputed_tokens, hits);
+  const double usage_after =
+      1.0 - static_cast<double>(kv_->num_free_blocks() - num_taken) / kv_->pool().num_usable_blocks();
+  return hold_.Allows(usage_after, num_running() > 0);
 }
 
 void Scheduler::AddScheduled(const Request& req, int32_t num_new_tokens, bool is_new,
@@ -241,6 +294,7 @@ void Scheduler::Finish(Request* req, RequestStatus status, std::vector<FinishedR
   std::erase(running_, req);
   req->set_status(status);
   const std::string request_id = req->request_id();  // copy: erase destroys *req
+  hold_.OnLeftQueue(request_id);
   finished->push_back({request_id, status, req->num_output_tokens()});
   finished_ids_.push_back(request_id);
   requests_.erase(request_id);

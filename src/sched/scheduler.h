@@ -22,12 +22,17 @@
 // next prefix block is being computed by another request in this very step is
 // deferred one step so it can hit it (n > 1 sharing).
 //
+// An operator's reclaim (PreemptNewest, `POST /preempt_requests` in serve) preempts the
+// requests memory pressure would preempt first, by the same recompute path, and holds
+// admission below a KV ceiling until they are all running again (admission_hold.h).
+//
 // Single-threaded: the engine loop calls every method from one thread.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -35,6 +40,7 @@
 
 #include "common/status.h"
 #include "kv/kv_cache_manager.h"
+#include "sched/admission_hold.h"
 #include "sched/capacity_scheduler.h"
 #include "sched/request.h"
 #include "sched/scheduler_output.h"
@@ -70,6 +76,26 @@ struct FinishedRequest {
   int32_t num_output_tokens = 0;
 };
 
+// An operator's reclaim: preempt the newest running requests (fcfs: the most recently
+// admitted; priority: the least urgent, then the most recent; the ones memory pressure
+// preempts first). At least one bound; with both, the first one reached ends it.
+struct PreemptionRequest {
+  int32_t max_num_requests = 0;           // preempt at most this many (0: no count bound)
+  std::optional<double> target_kv_usage;  // stop once KV usage <= this, in [0, 1]
+};
+
+struct PreemptionResult {
+  std::vector<std::string> request_ids;   // preempted, newest first
+  int32_t num_freed_blocks = 0;           // blocks whose last ref went (free again)
+  // Of the freed blocks, those still cached: the preempted requests' resume hits.
+  int32_t num_freed_cached_blocks = 0;
+  double kv_usage_before = 0.0;           // vllm:kv_cache_usage_perc
+  double kv_usage_after = 0.0;
+  // Admission keeps usage at or below this until the preempted requests run again
+  // (the target if given, else the usage reached); 1 when nothing was preempted.
+  double admission_ceiling = 1.0;
+};
+
 class Scheduler {
  public:
   // Validates the config: limits, and that the KV pool can hold one max_model_len
@@ -82,6 +108,13 @@ class Scheduler {
   // Marks a request aborted; its blocks are freed at the next Schedule(), which lists it
   // in finished_ids. NotFound if the id is unknown or already finished.
   Status AbortRequest(const std::string& request_id);
+
+  // Preempts running requests by recompute, newest first (PreemptionRequest), between
+  // steps; they are reported in the next Schedule()'s preempted_ids and resume from
+  // the waiting queue's front, their output tokens kept. InvalidArgument when neither
+  // bound is given or one is out of range.
+  StatusOr<PreemptionResult> PreemptNewest(const PreemptionRequest& request);
+  const AdmissionHold& admission_hold() const { return hold_; }
 
   SchedulerOutput Schedule();
   // Applies a step's results. `sampled_token_ids` is aligned with out.scheduled (entries
@@ -127,6 +160,9 @@ class Scheduler {
   void ScheduleRunning(TokenBudget* budget, SchedulerOutput* out,
                        std::vector<Request*>* preempted);
   void ScheduleWaiting(TokenBudget* budget, SchedulerOutput* out);
+  // Whether the admission hold lets `req` in: KV usage after taking the blocks of its
+  // whole uncomputed part stays under the ceiling (or nothing runs).
+  bool HoldAllows(const Request& req, int32_t num_uncomputed_tokens, const ComputedBlocks& hits) const;
   void AddScheduled(const Request& req, int32_t num_new_tokens, bool is_new,
                     SchedulerOutput* out) const;
   void Finish(Request* req, RequestStatus status, std::vector<FinishedRequest>* finished);
@@ -154,6 +190,8 @@ class Scheduler {
   std::deque<Request*> waiting_;                 // FCFS; preempted ones pushed to the front
   std::vector<Request*> running_;                // admission order; preemption pops the back
   std::vector<std::string> pending_abort_ids_;   // applied at the next Schedule()
+  std::vector<std::string> preempted_ids_;       // by PreemptNewest, reported by the next Schedule()
+  AdmissionHold hold_;                           // after PreemptNewest
   std::vector<std::string> finished_ids_;        // reported by the next Schedule()
   int32_t max_prefill_tokens_per_step_ = 0;      // effective cap (block floor applied)
 };

@@ -7,6 +7,7 @@
 
 #include "chat/load_chat_template.h"
 #include "common/logging.h"
+#include "server/preempt_request.h"
 #include "server/response_format.h"
 
 namespace pagellm::server {
@@ -101,6 +102,7 @@ constexpr RouteInfo kRoutes[] = {
     {"/v1/chat/completions", "POST", true}, {"/v1/completions", "POST", true}, {"/v1/models", "GET", false},
     {"/tokenize", "POST", true},           {"/detokenize", "POST", true},     {"/health", "GET", false},
     {"/version", "GET", false},            {"/metrics", "GET", false},    {"/reset_prefix_cache", "POST", false},
+    {"/preempt_requests", "POST", true},
 };
 
 }  // namespace
@@ -116,7 +118,7 @@ void OpenAiServer::Route(const std::shared_ptr<HttpExchange>& ex) {
   if (req.method != route->method && !(req.method == "HEAD" && std::string(route->method) == "GET")) {
     return RespondError(ex, MakeApiError(405, fmt::format("Method {} not allowed on {}.", req.method, path)));
   }
-  const bool needs_key = path.rfind("/v1/", 0) == 0 || path == "/reset_prefix_cache";
+  const bool needs_key = path.rfind("/v1/", 0) == 0 || path == "/reset_prefix_cache" || path == "/preempt_requests";
   if (!options_.api_key.empty() && needs_key && req.authorization != "Bearer " + options_.api_key) {
     return RespondError(ex, MakeApiError(401, "Unauthorized: a valid API key is required (Authorization: Bearer)."));
   }
@@ -146,7 +148,22 @@ void OpenAiServer::Route(const std::shared_ptr<HttpExchange>& ex) {
   if (path == "/v1/chat/completions") return HandleChat(ex, body);
   if (path == "/v1/completions") return HandleCompletion(ex, body);
   if (path == "/tokenize") return HandleTokenize(ex, body);
+  if (path == "/preempt_requests") return HandlePreempt(ex, body);
   return HandleDetokenize(ex, body);
+}
+
+void OpenAiServer::HandlePreempt(const std::shared_ptr<HttpExchange>& ex, const OrderedJson& body) {
+  // The reclaim that relieves real KV pressure (a prefix-cache reset cannot: the blocks
+  // are held by running requests); preempted requests finish later, nothing is lost.
+  StatusOr<PreemptionRequest> request = ParsePreemptRequest(body);
+  if (!request.ok()) return RespondError(ex, ApiErrorFromStatus(request.status()));
+  engine_.PreemptRequests(*request, [ex](StatusOr<EnginePreemption> r) {
+    if (!r.ok()) {
+      const ApiError error = ApiErrorFromStatus(r.status());
+      return ex->Respond(error.http_status, "application/json", ApiErrorBody(error));
+    }
+    ex->Respond(200, "application/json", PreemptAnswerJson(*r).dump());
+  });
 }
 
 void OpenAiServer::HandleModels(const std::shared_ptr<HttpExchange>& ex) {

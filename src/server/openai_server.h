@@ -4,7 +4,8 @@
 //   HttpServer http(http_options, [&](auto ex) { api->Handle(std::move(ex)); });
 //
 // Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
-// POST /tokenize, POST /detokenize, GET /health, GET /version, GET /metrics.
+// POST /tokenize, POST /detokenize, GET /health, GET /version, GET /metrics; admin:
+// POST /reset_prefix_cache, POST /preempt_requests (preempt_request.h).
 // Errors use OpenAI's shape (api_error.h): 400 bad parameters / JSON / prompt too long,
 // 401 wrong API key (routes under /v1 when --api-key is set), 404 unknown model or
 // route, 405 wrong method, 413 body too large (HttpServer), 503 while draining.
@@ -60,6 +61,8 @@ class OpenAiServer {
   void HandleTokenize(const std::shared_ptr<HttpExchange>& ex, const OrderedJson& body);
   void HandleDetokenize(const std::shared_ptr<HttpExchange>& ex, const OrderedJson& body);
   void HandleModels(const std::shared_ptr<HttpExchange>& ex);
+  // POST /preempt_requests (preempt_request.h).
+  void HandlePreempt(const std::shared_ptr<HttpExchange>& ex, const OrderedJson& body);
 
   // Renders `messages` (normalized) with the chat template.
   StatusOr<std::string> RenderChat(const OrderedJson& messages, const OrderedJson& tools, bool add_generation_prompt,

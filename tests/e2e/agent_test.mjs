@@ -1,7 +1,9 @@
 // End-to-end tests of `pagellm agent` beside a router and two `pagellm serve` workers
-// (qwen3-tiny dummy model, loopback): the kv_pressure rule fires against a stressed
-// worker (drained in the router, prefix cache reset attempted, admitted again once the
-// pressure is gone), the unready rule restarts a killed worker with the operator's
+// (qwen3-tiny dummy model, loopback): the kv_pressure rule fires against a KV-saturated
+// worker (drained in the router, its newest requests preempted by recompute through
+// POST /preempt_requests, the prefix cache reset skipped since no idle cached blocks
+// dominate, admitted again once the pressure is gone) and every stressed request still
+// completes with the token ids of an unloaded run; the unready rule restarts a killed worker with the operator's
 // command and admits it again, and when that restart fails to bring it back the agent
 // falls back to the degraded-mode command; every action leaves an audit record.
 //
@@ -10,7 +12,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync, mkdtempSync, existsSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { makeTinyModel, runCases, sleep, startProcess } from "./harness.mjs";
+import { makeTinyModel, metricValue, parseMetrics, runCases, sleep, startProcess } from "./harness.mjs";
 
 const [pagellm, filter] = process.argv.slice(2);
 if (!pagellm) {
@@ -32,7 +34,7 @@ const pidFile = path.join(tmp, "{port}.pid");  // per port, written by the comma
 const serveCmd = [pagellm, ...serveArgs("{port}")].join(" ");
 const rulesFile = path.join(tmp, "rules.json");
 writeFileSync(rulesFile, JSON.stringify({
-  kv_pressure: { above: 0.3, for_s: 1, release_below: 0.1 },
+  kv_pressure: { above: 0.3, for_s: 1, release_below: 0.1, preempt_to: 0.15 },
   // The normal restart does nothing while the file "fast-path-broken" exists.
   unready: { failures: 2, restart_timeout_s: 8, max_restarts: 5,
              restart_command: `test -f ${tmp}/fast-path-broken || { ${serveCmd} > ${tmp}/restarted.log 2>&1 & ` +
@@ -67,22 +69,58 @@ async function stream(url, prompt, maxTokens) {
   return res.json();
 }
 
+// A greedy stream with vLLM's return_token_ids: the generated token ids, in order.
+async function tokenIds(url, prompt, maxTokens) {
+  const res = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "tiny", prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true,
+                           return_token_ids: true }) });
+  assert.equal(res.status, 200);
+  const ids = [];
+  for (const line of (await res.text()).split("\n")) {
+    if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
+    for (const c of JSON.parse(line.slice(6)).choices ?? []) ids.push(...(c.token_ids ?? []));
+  }
+  return ids;
+}
+const metricsOf = async (url) => parseMetrics(await (await fetch(`${url}/metrics`)).text());
+
 const cases = [
-  ["kv_pressure: a stressed worker is drained, reclaimed and admitted again", async () => {
+  ["kv_pressure: a KV-saturated worker is drained, its newest requests preempted, all complete unchanged", async () => {
     await waitFor("both workers ready", async () => (await workerList()).every((w) => w.health === "ready"));
     const target = workers[0];
+    const prompts = Array.from({ length: 12 }, (_, i) => `stress ${i} `.repeat(120));
+    // The unloaded run: each prompt alone, on the other worker.
+    const expected = [];
+    for (const p of prompts) expected.push(await tokenIds(workers[1].url, p, 600));
     // Long prompts and long outputs straight at the worker fill its KV cache.
-    const load = Array.from({ length: 12 }, (_, i) => stream(target.url, `stress ${i} `.repeat(120), 600));
+    const load = prompts.map((p) => tokenIds(target.url, p, 600));
     await waitFor("the drain", async () => audit().some((r) => r.action === "drain_and_reclaim"), 60000);
     const drain = audit().find((r) => r.action === "drain_and_reclaim");
     assert.equal(drain.rule, "kv_pressure");
     assert.equal(drain.worker, target.url);
     assert.ok(drain.measurement.kv_cache_usage_perc > 0.3);
     assert.equal(drain.result.drain.status, 200);
-    // Requests hold the blocks: the reset frees nothing, and says so.
-    assert.equal(drain.result.reset_prefix_cache.body.reset, false);
+    // The newest requests were preempted, and the record names what that freed.
+    const preempt = drain.result.preempt;
+    assert.equal(preempt.status, 200, JSON.stringify(preempt));
+    assert.ok(preempt.body.num_preempted_requests >= 1, JSON.stringify(preempt));
+    assert.ok(preempt.body.num_freed_blocks > 0, JSON.stringify(preempt));
+    assert.ok(preempt.body.kv_cache_usage_after <= 0.15, JSON.stringify(preempt));
+    assert.equal(drain.result.freed.preempt.blocks, preempt.body.num_freed_blocks);
+    assert.equal(drain.result.freed.preempt.requests, preempt.body.num_preempted_requests);
+    // No prefix caching here: no idle cached blocks, so the reset was not even tried.
+    assert.match(drain.result.reset_prefix_cache.skipped, /do not dominate/);
     assert.equal(await healthOf(target.url), "draining");
-    for (const r of await Promise.all(load)) assert.equal(r.usage.completion_tokens, 600);  // nothing lost
+    const got = await Promise.all(load);
+    for (const [i, ids] of got.entries()) {
+      assert.equal(ids.length, 600, `request ${i}: ${ids.length} tokens`);  // nothing lost
+      assert.deepEqual(ids, expected[i], `request ${i}: greedy tokens differ from the unloaded run`);
+    }
+    const m = await metricsOf(target.url);
+    assert.ok(metricValue(m, "vllm:num_preemptions_total") >= preempt.body.num_preempted_requests);
+    console.log(`  preempted ${preempt.body.num_preempted_requests} requests, freed ${preempt.body.num_freed_blocks} ` +
+      `blocks: KV usage ${preempt.body.kv_cache_usage_before.toFixed(3)} -> ${preempt.body.kv_cache_usage_after.toFixed(3)}; ` +
+      `12/12 streams identical to the unloaded run (${metricValue(m, "vllm:num_preemptions_total")} preemptions in all)`);
     await waitFor("the readmission", async () => audit().some((r) => r.action === "readmit"));
     await waitFor("the worker ready again", async () => (await healthOf(target.url)) === "ready");
   }],

@@ -2,6 +2,8 @@
 // bounded waiting queue refuses a burst beyond it with 429 + Retry-After in OpenAI's
 // shape (the openai SDK sees a RateLimitError) and loses nothing it accepted; a prompt
 // larger than the whole token bound is a 400 at once; /reset_prefix_cache and SIGUSR2;
+// /preempt_requests (the newest running request preempted by recompute, what it freed,
+// the request finishing whole; bad bodies a 400 in OpenAI's shape);
 // `priority` with --scheduling-policy priority (a 400 under fcfs);
 // `pagellm router` sheds with 503 + Retry-After only when every worker refused.
 //
@@ -90,6 +92,33 @@ const cases = [
     }
     assert.match(server.log(), /received SIGUSR2/);
     assert.equal((await post(server.url, "/v1/completions", completion(2, 2))).status, 200, "still serving");
+  }],
+  ["/preempt_requests: the newest running request is preempted, says what it freed, and finishes whole", async () => {
+    for (const [body, field] of [[{}, /num_requests/], [{ num_requests: -1 }, /num_requests/],
+      [{ target_kv_cache_usage: 2 }, /target_kv_cache_usage/], [{ count: 1 }, /count: unknown field/]]) {
+      const bad = await post(server.url, "/preempt_requests", body);
+      assert.equal(bad.status, 400, bad.text);
+      assert.equal(bad.json.error.type, "BadRequestError");
+      assert.match(bad.json.error.message, field);
+    }
+    const before = metricValue(parseMetrics(await (await fetch(`${server.url}/metrics`)).text()), "vllm:num_preemptions_total");
+    const older = post(server.url, "/v1/completions", completion(1, 300));
+    await sleep(100);
+    const newer = post(server.url, "/v1/completions", completion(2, 300));
+    await sleep(300);
+    const r = await post(server.url, "/preempt_requests", { num_requests: 1 });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.num_preempted_requests, 1);
+    assert.equal(r.json.request_ids.length, 1);
+    assert.ok(r.json.num_freed_blocks > 0, r.text);
+    assert.ok(r.json.kv_cache_usage_after < r.json.kv_cache_usage_before, r.text);
+    assert.equal(r.json.num_running, 1);
+    for (const done of await Promise.all([older, newer])) {
+      assert.equal(done.status, 200);
+      assert.equal(done.json.usage.completion_tokens, 300, "a preempted request lost tokens");
+    }
+    const after = metricValue(parseMetrics(await (await fetch(`${server.url}/metrics`)).text()), "vllm:num_preemptions_total");
+    assert.ok(after >= before + 1, `vllm:num_preemptions_total ${before} -> ${after}`);
   }],
   ["priority: 400 under fcfs; under --scheduling-policy priority the urgent request runs first", async () => {
     const refused = await post(server.url, "/v1/completions", { ...completion(1, 2), priority: 3 });

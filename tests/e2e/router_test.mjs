@@ -1,6 +1,7 @@
 // End-to-end tests of `pagellm router` over several `pagellm serve` workers on loopback
 // (qwen3-tiny dummy model, small KV cache): the official openai SDK through the router,
-// OpenAI-shaped errors, prefix affinity, the admin API and draining, a worker killed in
+// OpenAI-shaped errors, prefix affinity, the admin API and draining, conversation
+// affinity across a worker's restart (x-session-id and `user`), a worker killed in
 // the middle of 200 greedy streams of four kinds (n = 2, logprobs, chat and completions;
 // every stream completes with the text, logprobs and usage of an undisturbed run), a
 // failed worker probed back in, and the worker file.
@@ -29,8 +30,8 @@ const router = await startProcess(pagellm, ["router", "--host", "127.0.0.1", "--
 const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
 const direct = new OpenAI({ baseURL: `${workers[0].url}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
 
-async function json(method, url, body) {
-  const res = await fetch(url, { method, headers: { "content-type": "application/json" },
+async function json(method, url, body, headers = {}) {
+  const res = await fetch(url, { method, headers: { "content-type": "application/json", ...headers },
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) });
   const text = await res.text();
   let parsed = null;
@@ -213,6 +214,44 @@ const cases = [
     assert.equal((await json("POST", `${router.url}/admin/workers`, { url: target.url })).status, 200);
     await waitFor("re-added worker ready", async () =>
       (await workerList()).find((w) => w.url === target.url)?.health === "ready");
+  }],
+  ["sessions: a conversation stays on its worker, moves once when it is restarted, and stays there", async () => {
+    await waitFor("3 ready workers", async () => (await workerList()).filter((w) => w.health === "ready").length === 3);
+    // Turns of a conversation named by the x-session-id header (or, below, OpenAI's `user`).
+    let turn = 0;
+    const send = (session, byUser = false) => json("POST", `${router.url}/v1/completions`,
+      { model: "tiny", prompt: `turn ${turn++} of a conversation that is not like the others`, max_tokens: 2,
+        temperature: 0, ...(byUser ? { user: session } : {}) },
+      byUser ? {} : { "x-session-id": session });
+    // Which workers served `n` turns of `session`.
+    async function servedBy(session, n, byUser = false) {
+      const before = await routerMetrics();
+      for (let i = 0; i < n; i++) assert.equal((await send(session, byUser)).status, 200);
+      const after = await routerMetrics();
+      return workers.map((w) => w.url).filter((url) => requestsTo(after, url) > requestsTo(before, url));
+    }
+    const [home, ...others] = await servedBy("conv-A", 4);
+    assert.deepEqual(others, [], "one session, several workers");
+    assert.equal((await servedBy("conv-B", 3, /*byUser=*/true)).length, 1);
+    // Restart conv-A's worker as a rollout does: drain, stop, start on the same port, readmit.
+    const idx = workers.findIndex((w) => w.url === home);
+    assert.equal((await json("POST", `${router.url}/admin/workers/drain`, { url: home })).status, 200);
+    const moved = await servedBy("conv-A", 3);
+    assert.equal(moved.length, 1, `while draining: ${moved}`);
+    assert.notEqual(moved[0], home);
+    workers[idx].proc.kill("SIGTERM");
+    await workers[idx].exited;
+    workers[idx] = await startProcess(pagellm, ["serve", model, "--host", "127.0.0.1", "--port", String(workers[idx].port),
+      "--max-model-len", "2048", "--served-model-name", "tiny", "--kv-cache-memory", String(64 << 20), ...workerArgs]);
+    assert.equal((await json("POST", `${router.url}/admin/workers/remove`, { url: home })).status, 200);
+    assert.equal((await json("POST", `${router.url}/admin/workers`, { url: home })).status, 200);
+    await waitFor("the restarted worker ready", async () => (await workerList()).find((w) => w.url === home)?.health === "ready");
+    // Readmitted: conv-A stays where its history is cached now.
+    assert.deepEqual(await servedBy("conv-A", 3), moved);
+    const m = await routerMetrics();
+    assert.equal(metricValue(m, "pagellm_router:session_moves_total"), 1);
+    assert.ok(metricValue(m, "pagellm_router:decisions_total") > 0);
+    assert.ok(Object.keys(m).some((k) => k.startsWith("pagellm_router:decisions_total") && k.includes('reason="session"')));
   }],
   ["pagellm serve answers /health 503 while draining", async () => {
     const w = await startServer(pagellm, model, [...workerArgs, "--shutdown-timeout", "30"]);
