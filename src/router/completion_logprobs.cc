@@ -42,15 +42,7 @@ void DropLeadingTokens(OrderedJson* logprobs, int64_t n) {
   }
 }
 
-int64_t NextTextOffset(const OrderedJson& logprobs, int64_t current) {
-  const OrderedJson* offsets = Field(logprobs, "text_offset");
-  const OrderedJson* tokens = Field(logprobs, "tokens");
-  if (!offsets || !tokens || !offsets->is_array() || offsets->empty() || tokens->size() != offsets->size()) {
-    return current;
-  }
-  const OrderedJson& last = tokens->back();
-  return offsets->back().get<int64_t>() + (last.is_string() ? CodePoints(last.get<std::string>()) : 0);
-}
+int64_t TextOffsetAdvance(const std::string& text) { return CodePoints(text); }
 
 OrderedJson ChatLogprobsFromCompletion(const OrderedJson& logprobs, int64_t top_k) {
   OrderedJson content = OrderedJson::array();

@@ -5,7 +5,7 @@
 //
 //   OrderedJson lp = choice["logprobs"];   // {tokens, token_logprobs, top_logprobs, text_offset}
 //   ShiftTextOffsets(&lp, 42);             // offsets continue the first attempt's text
-//   int64_t next = NextTextOffset(lp, 42); // where the next chunk's text starts
+//   offset += TextOffsetAdvance(choice["text"]);  // where the next settled token's text starts
 //   OrderedJson chat = ChatLogprobsFromCompletion(lp, /*top_k=*/2);   // {content: [...]}
 #pragma once
 
@@ -21,8 +21,11 @@ void ShiftTextOffsets(OrderedJson* logprobs, int64_t base);
 // Removes the first n tokens' entries (tokens a resume produced again).
 void DropLeadingTokens(OrderedJson* logprobs, int64_t n);
 
-// The text offset just after the chunk's last token (`current` when it has none).
-int64_t NextTextOffset(const OrderedJson& logprobs, int64_t current);
+// How far a chunk's emitted text moves completions' text_offset: its code points. The
+// workers count offsets in code points of the generated text, so once every token's
+// text is out, the next token starts at the code points emitted so far. (The `tokens`
+// strings cannot tell: a token holding part of a UTF-8 character arrives as U+FFFD.)
+int64_t TextOffsetAdvance(const std::string& text);
 
 // OpenAI's chat shape: one {token, logprob, bytes, top_logprobs} per token. A
 // completions top_logprobs map holds the k alternatives followed by the sampled token

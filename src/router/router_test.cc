@@ -240,7 +240,24 @@ TEST(StreamResumeTest, ChatLogprobsComeBackChatShaped) {
   EXPECT_EQ(chat["content"][1]["top_logprobs"].size(), 2u);
   EXPECT_EQ(chat["content"][1]["top_logprobs"][1]["token"], "x");
   EXPECT_EQ(chat["content"][1]["logprob"], -2.0);
-  EXPECT_EQ(NextTextOffset(completion, 0), 2);
+}
+
+// A character split over two tokens: the first shows no text, the second the whole
+// character. The worker's offsets count code points of the text (0, then 1), not the
+// U+FFFD placeholders the token strings arrive as; a resume after them continues at 1.
+TEST(StreamResumeTest, OffsetsAfterASplitCharacterFollowTheText) {
+  EXPECT_EQ(TextOffsetAdvance("\xe4\xb8\xad" "b"), 2);
+  OrderedJson body = OrderedJson::parse(R"({"model":"m","prompt":"hi","max_tokens":4,"logprobs":0,"stream":true})");
+  StreamResume r(body, false, ReadRequestKey(body, false));
+  r.OnEvent(OrderedJson::parse(R"({"id":"c","choices":[{"index":0,"text":"","prompt_token_ids":[1],"token_ids":[10],
+      "logprobs":{"text_offset":[0],"token_logprobs":[-1],"tokens":["\ufffd\ufffd"],"top_logprobs":[{"\ufffd\ufffd":-1}]}}]})"));
+  r.OnEvent(OrderedJson::parse(R"({"id":"c","choices":[{"index":0,"text":"\u4e2d","token_ids":[11],
+      "logprobs":{"text_offset":[1],"token_logprobs":[-2],"tokens":["\ufffd"],"top_logprobs":[{"\ufffd":-2}]}}]})"));
+  std::vector<OrderedJson> closed;
+  ASSERT_TRUE(r.BeginResume(&closed));
+  auto next = r.OnEvent(OrderedJson::parse(R"({"id":"z","choices":[{"index":0,"text":"b","token_ids":[12],
+      "logprobs":{"text_offset":[0],"token_logprobs":[-3],"tokens":["b"],"top_logprobs":[{"b":-3}]}}]})"));
+  EXPECT_EQ((*next)["choices"][0]["logprobs"]["text_offset"][0], 1);
 }
 
 TEST(StreamResumeTest, ChatResumeIsChatShaped) {

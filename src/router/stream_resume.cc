@@ -130,7 +130,9 @@ void StreamResume::Record(OrderedJson& choice) {
       Choice& c = choices_[i];
       if (choice.contains("token_ids")) AppendIds(choice["token_ids"], &c.generated);
       if (choice.contains("finish_reason") && !choice["finish_reason"].is_null()) c.finished = true;
-      if (!chat_ && choice.contains("logprobs")) c.next_text_offset = NextTextOffset(choice["logprobs"], c.next_text_offset);
+      if (!chat_ && choice.contains("text") && choice["text"].is_string()) {
+        c.next_text_offset += TextOffsetAdvance(choice["text"].get<std::string>());
+      }
       if (CarriesText(choice) || c.finished) {
         c.settled = c.generated.size();
         c.settled_offset = c.next_text_offset;

@@ -62,7 +62,7 @@ class StreamResume {
   struct Choice {
     std::vector<int64_t> generated;
     bool finished = false;
-    int64_t next_text_offset = 0;  // completions text_offset of the next token
+    int64_t next_text_offset = 0;  // completions: code points of the text sent so far
     int64_t offset_base = 0;       // what the current resume's offsets count from
     // Tokens whose text the client has seen: a token ending in an incomplete UTF-8
     // character is held back by the worker's detokenizer until the next token, and

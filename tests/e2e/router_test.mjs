@@ -51,12 +51,13 @@ async function waitFor(what, fn, ms = 15000) {
 const requestsTo = (m, url) => metricValue(m, `pagellm_router:requests_total{worker="${url}"}`);
 
 // A greedy completion stream read to the end through `c`: text, chunk count, usage.
-async function streamText(c, prompt, maxTokens) {
+async function streamText(c, prompt, maxTokens, onFirstChunk = () => {}) {
   const stream = await c.completions.create({ model: "tiny", prompt, max_tokens: maxTokens, temperature: 0,
     ignore_eos: true, stream: true, stream_options: { include_usage: true } });
   let text = "", usage = null, finish = null;
   const ids = new Set();
   for await (const chunk of stream) {
+    if (ids.size === 0) onFirstChunk();
     ids.add(chunk.id);
     if (chunk.usage) usage = chunk.usage;
     for (const ch of chunk.choices) {
@@ -254,13 +255,17 @@ const cases = [
     assert.ok(Object.keys(m).some((k) => k.startsWith("pagellm_router:decisions_total") && k.includes('reason="session"')));
   }],
   ["pagellm serve answers /health 503 while draining", async () => {
-    const w = await startServer(pagellm, model, [...workerArgs, "--shutdown-timeout", "30"]);
-    const longOne = streamText(new OpenAI({ baseURL: `${w.url}/v1`, apiKey: "x", maxRetries: 0 }), "drain me", 200);
-    await sleep(200);
+    const w = await startServer(pagellm, model, [...workerArgs, "--shutdown-timeout", "60"]);
+    // Long enough to outlast the check on a fast machine (200 tokens once finished first).
+    let streaming;
+    const started = new Promise((resolve) => { streaming = resolve; });
+    const longOne = streamText(new OpenAI({ baseURL: `${w.url}/v1`, apiKey: "x", maxRetries: 0 }), "drain me", 1500,
+      () => streaming());
+    await started;
     w.proc.kill("SIGTERM");
-    await sleep(200);
+    await sleep(100);
     assert.equal((await json("GET", `${w.url}/health`)).status, 503);
-    assert.equal((await longOne).usage.completion_tokens, 200);
+    assert.equal((await longOne).usage.completion_tokens, 1500);
     assert.equal((await w.exited).code, 0);
   }],
   ["the worker file is re-read", async () => {
