@@ -32,6 +32,17 @@ async function post(url, path, body) {
 const completion = (i, maxTokens = 24) => ({ model: "tiny", prompt: `request ${i} of the burst`, max_tokens: maxTokens,
   temperature: 0, ignore_eos: true });
 
+// Waits until `url`'s engine runs at least `n` requests (fixed sleeps raced the
+// generation on fast machines).
+async function waitRunning(url, n) {
+  for (let i = 0; i < 500; i++) {
+    const m = parseMetrics(await (await fetch(`${url}/metrics`)).text());
+    if (metricValue(m, "vllm:num_requests_running") >= n) return;
+    await sleep(20);
+  }
+  throw new Error(`${url} never ran ${n} requests`);
+}
+
 // A burst at `url`: every request is answered, either complete or refused with 429.
 async function burst(url, n) {
   const results = await Promise.all(Array.from({ length: n }, (_, i) => post(url, "/v1/completions", completion(i))));
@@ -78,8 +89,8 @@ const cases = [
     assert.match(r.json.error.message, /can never be queued/);
   }],
   ["/reset_prefix_cache: refused while requests hold blocks, done when idle", async () => {
-    const long = post(server.url, "/v1/completions", completion(1, 200));
-    await sleep(300);
+    const long = post(server.url, "/v1/completions", completion(1, 1500));
+    await waitRunning(server.url, 1);
     const busy = await post(server.url, "/reset_prefix_cache", {});
     assert.equal(busy.status, 200);
     assert.equal(busy.json.reset, false);
@@ -102,10 +113,10 @@ const cases = [
       assert.match(bad.json.error.message, field);
     }
     const before = metricValue(parseMetrics(await (await fetch(`${server.url}/metrics`)).text()), "vllm:num_preemptions_total");
-    const older = post(server.url, "/v1/completions", completion(1, 300));
-    await sleep(100);
-    const newer = post(server.url, "/v1/completions", completion(2, 300));
-    await sleep(300);
+    const older = post(server.url, "/v1/completions", completion(1, 1500));
+    await waitRunning(server.url, 1);
+    const newer = post(server.url, "/v1/completions", completion(2, 1500));
+    await waitRunning(server.url, 2);
     const r = await post(server.url, "/preempt_requests", { num_requests: 1 });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json.num_preempted_requests, 1);
@@ -115,7 +126,7 @@ const cases = [
     assert.equal(r.json.num_running, 1);
     for (const done of await Promise.all([older, newer])) {
       assert.equal(done.status, 200);
-      assert.equal(done.json.usage.completion_tokens, 300, "a preempted request lost tokens");
+      assert.equal(done.json.usage.completion_tokens, 1500, "a preempted request lost tokens");
     }
     const after = metricValue(parseMetrics(await (await fetch(`${server.url}/metrics`)).text()), "vllm:num_preemptions_total");
     assert.ok(after >= before + 1, `vllm:num_preemptions_total ${before} -> ${after}`);
@@ -131,8 +142,8 @@ const cases = [
       assert.equal(r.status, 200);
       order.push(name);
     });
-    const first = run("first", completion(0, 150));  // holds the only slot
-    await sleep(200);
+    const first = run("first", completion(0, 1500));  // holds the only slot
+    await waitRunning(prio.url, 1);
     const low = run("low", { ...completion(1, 4), priority: 10 });
     await sleep(50);
     const high = run("high", { ...completion(2, 4), priority: -1 });
