@@ -24,6 +24,9 @@ struct MpiCommunicator::Handle {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request request = MPI_REQUEST_NULL;  // the one call in flight
   std::vector<const std::byte*> sources;   // [world_size]: all-reduce summands, rank order
+  // [world_size] byte counts and offsets of the reduce-scatter's segments: what this rank
+  // sends to each rank (its segment of our piece) and receives from each (our segment).
+  std::vector<int> seg_counts, seg_displs, own_counts, own_displs;
 };
 
 MpiCommunicator::MpiCommunicator(const MpiOptions& options) : options_(options), handle_(std::make_unique<Handle>()) {}
@@ -42,6 +45,10 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(const MpiOpti
   std::unique_ptr<MpiCommunicator> comm(new MpiCommunicator(options));
   MPI_Comm_rank(MPI_COMM_WORLD, &comm->rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &comm->world_size_);
+  for (auto* v : {&comm->handle_->seg_counts, &comm->handle_->seg_displs, &comm->handle_->own_counts,
+                  &comm->handle_->own_displs}) {
+    v->resize(static_cast<size_t>(comm->world_size_));
+  }
   comm->handle_->sources.resize(static_cast<size_t>(comm->world_size_));
   // Nonblocking, so a rank that arrives early polls (and sleeps) instead of spinning
   // while the others still load their model.
@@ -109,6 +116,54 @@ std::byte* MpiCommunicator::Scratch(size_t nbytes) {
   return scratch_.data();
 }
 
+void MpiCommunicator::SumInRankOrder(const std::byte* first, int64_t stride, int64_t nbytes, DType dtype,
+                                     std::byte* out) {
+  for (int p = 0; p < world_size_; ++p) handle_->sources[static_cast<size_t>(p)] = first + p * stride;
+  if (dtype == DType::kF32) {
+    SumF32(reinterpret_cast<const float* const*>(handle_->sources.data()), world_size_, nbytes / 4,
+           reinterpret_cast<float*>(out));
+  } else {
+    SumBf16(reinterpret_cast<const uint16_t* const*>(handle_->sources.data()), world_size_, nbytes / 2,
+            reinterpret_cast<uint16_t*>(out));
+  }
+}
+
+Status MpiCommunicator::AllGatherSum(std::byte* piece, int64_t nbytes, DType dtype) {
+  std::byte* all = Scratch(static_cast<size_t>(nbytes) * static_cast<size_t>(world_size_));  // [world][nbytes]
+  PAGELLM_RETURN_IF_ERROR(Check(MPI_Iallgather(piece, static_cast<int>(nbytes), MPI_BYTE, all,
+                                               static_cast<int>(nbytes), MPI_BYTE, handle_->comm, &handle_->request),
+                                "all-reduce"));
+  PAGELLM_RETURN_IF_ERROR(Complete("all-reduce", nbytes));
+  SumInRankOrder(all, nbytes, nbytes, dtype, piece);
+  return OkStatus();
+}
+
+Status MpiCommunicator::ReduceScatterSum(std::byte* piece, int64_t nbytes, DType dtype) {
+  Handle& h = *handle_;
+  const int64_t elem = dtype == DType::kF32 ? 4 : 2;
+  const int64_t num_elems = nbytes / elem;
+  for (int p = 0; p < world_size_; ++p) {  // segment p: elements [num * p / N, num * (p + 1) / N)
+    const int64_t begin = num_elems * p / world_size_, end = num_elems * (p + 1) / world_size_;
+    h.seg_counts[static_cast<size_t>(p)] = static_cast<int>((end - begin) * elem);
+    h.seg_displs[static_cast<size_t>(p)] = static_cast<int>(begin * elem);
+  }
+  const int own_bytes = h.seg_counts[static_cast<size_t>(rank_)];
+  for (int p = 0; p < world_size_; ++p) {
+    h.own_counts[static_cast<size_t>(p)] = own_bytes;
+    h.own_displs[static_cast<size_t>(p)] = p * own_bytes;
+  }
+  std::byte* mine = Scratch(static_cast<size_t>(own_bytes) * static_cast<size_t>(world_size_));  // [world][own]
+  PAGELLM_RETURN_IF_ERROR(Check(MPI_Ialltoallv(piece, h.seg_counts.data(), h.seg_displs.data(), MPI_BYTE, mine,
+                                               h.own_counts.data(), h.own_displs.data(), MPI_BYTE, h.comm, &h.request),
+                                "all-reduce (reduce-scatter)"));
+  PAGELLM_RETURN_IF_ERROR(Complete("all-reduce (reduce-scatter)", nbytes));
+  SumInRankOrder(mine, own_bytes, own_bytes, dtype, piece + h.seg_displs[static_cast<size_t>(rank_)]);
+  PAGELLM_RETURN_IF_ERROR(Check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, piece, h.seg_counts.data(),
+                                                h.seg_displs.data(), MPI_BYTE, h.comm, &h.request),
+                                "all-reduce (all-gather)"));
+  return Complete("all-reduce (all-gather)", nbytes);
+}
+
 Status MpiCommunicator::AllReduceSum(void* data, int64_t count, DType dtype) {
   PAGELLM_RETURN_IF_ERROR(CheckUsable(0, true));
   if (dtype != DType::kF32 && dtype != DType::kBF16) {
@@ -119,22 +174,10 @@ Status MpiCommunicator::AllReduceSum(void* data, int64_t count, DType dtype) {
   const int64_t elem = dtype == DType::kF32 ? 4 : 2;
   return ForEachChunk(count * elem, options_.chunk_bytes / elem * elem, [&](int64_t off, int64_t n) -> Status {
     ++num_collectives_;
-    std::byte* chunk = static_cast<std::byte*>(data) + off;
-    std::byte* all = Scratch(static_cast<size_t>(n) * static_cast<size_t>(world_size_));  // [world][n]
-    PAGELLM_RETURN_IF_ERROR(Check(MPI_Iallgather(chunk, static_cast<int>(n), MPI_BYTE, all, static_cast<int>(n),
-                                                 MPI_BYTE, handle_->comm, &handle_->request),
-                                  "all-reduce"));
-    PAGELLM_RETURN_IF_ERROR(Complete("all-reduce", n));
     stats_.num_bytes += n;
-    for (int p = 0; p < world_size_; ++p) handle_->sources[static_cast<size_t>(p)] = all + p * n;
-    if (dtype == DType::kF32) {
-      SumF32(reinterpret_cast<const float* const*>(handle_->sources.data()), world_size_, n / elem,
-             reinterpret_cast<float*>(chunk));
-    } else {
-      SumBf16(reinterpret_cast<const uint16_t* const*>(handle_->sources.data()), world_size_, n / elem,
-              reinterpret_cast<uint16_t*>(chunk));
-    }
-    return OkStatus();
+    std::byte* piece = static_cast<std::byte*>(data) + off;
+    return n >= options_.reduce_scatter_min_bytes && n / elem >= world_size_ ? ReduceScatterSum(piece, n, dtype)
+                                                                              : AllGatherSum(piece, n, dtype);
   });
 }
 

@@ -14,8 +14,8 @@
 // burning a core as MPI's blocking calls do.
 // AllReduceSum is an all-gather followed by a local fp32 sum in rank order 0..N-1
 // (dist/reduce_sum.h): MPI_Allreduce leaves the order to the implementation, which
-// need not give every rank the same bits. For 2 ranks it moves what a reduce-scatter
-// plus all-gather would, in one round.
+// need not give every rank the same bits. Large pieces may go as a reduce-scatter of
+// our own (MpiOptions::reduce_scatter_min_bytes), with the same bits.
 // Failure (an MPI error or a timeout) returns Unavailable, as the shared-memory
 // transport does, and leaves the communicator broken: every later call returns the same
 // error, MarkMpiBroken() makes FinishMpi abort the job, and the failed call's request
@@ -40,6 +40,13 @@ struct MpiOptions {
   double init_timeout_s = 0;      // for every rank to create its communicator; <= 0: forever
   double spin_s = 100e-6;         // busy-poll this long before sleeping
   int64_t chunk_bytes = 4 << 20;  // largest piece one MPI call moves (counts are int)
+  // All-reduce pieces of at least this many bytes go as a reduce-scatter (all-to-all of
+  // segments; each rank sums its own segment in rank order) plus an all-gather of the
+  // sums: two rounds of (N-1)/N of the piece instead of one round of all of it per
+  // peer. Same bits either way (the same adds in the same order). Measured between 2
+  // ranks on one host (Open MPI's shared memory): 8 KB 5.7 vs 7.0 us, 32 KB 12.9 vs 11.6,
+  // 64 KB 23.5 vs 18.0 (all-gather vs reduce-scatter; bench/dist/run.sh).
+  int64_t reduce_scatter_min_bytes = 32 << 10;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -68,6 +75,10 @@ class MpiCommunicator final : public Communicator {
   // deadline, or an MPI error.
   Status Complete(const char* what, int64_t nbytes);
   Status Check(int mpi_error, const char* what);
+  // One all-reduce piece of `nbytes` at `piece`, summed in place; the two algorithms.
+  Status AllGatherSum(std::byte* piece, int64_t nbytes, DType dtype);
+  Status ReduceScatterSum(std::byte* piece, int64_t nbytes, DType dtype);
+  void SumInRankOrder(const std::byte* first, int64_t stride, int64_t nbytes, DType dtype, std::byte* out);
   Status CheckUsable(int rank_arg, bool any_rank_ok) const;
   Status Fail(Status status);
   std::byte* Scratch(size_t nbytes);

@@ -20,9 +20,10 @@
 namespace pagellm::dist {
 namespace {
 
-std::unique_ptr<MpiCommunicator> MakeComm(double timeout_s = 20) {
+std::unique_ptr<MpiCommunicator> MakeComm(double timeout_s = 20, int64_t reduce_scatter_min_bytes = int64_t{1} << 62) {
   // Small pieces, so a few KB already cross several MPI calls.
-  auto comm = MpiCommunicator::Create(MpiOptions{.timeout_s = timeout_s, .init_timeout_s = 20, .chunk_bytes = 4096});
+  auto comm = MpiCommunicator::Create(MpiOptions{.timeout_s = timeout_s, .init_timeout_s = 20, .chunk_bytes = 4096,
+                                                 .reduce_scatter_min_bytes = reduce_scatter_min_bytes});
   EXPECT_TRUE(comm.ok()) << comm.status().ToString();
   return comm.ok() ? std::move(*comm) : nullptr;
 }
@@ -54,8 +55,16 @@ TEST(MpiCommunicatorTest, AllReduceF32MatchesRankOrderedSumExactly) {
   ExpectAllReduceF32(*c, 37, 300);
 }
 
-TEST(MpiCommunicatorTest, AllReduceBf16SumsInF32AndRoundsOnce) {
-  auto c = MakeComm();
+TEST(MpiCommunicatorTest, ReduceScatterGivesTheSameBits) {
+  auto c = MakeComm(20, /*reduce_scatter_min_bytes=*/0);
+  ASSERT_NE(c, nullptr);
+  ExpectAllReduceF32(*c, 2048, 3);
+  ExpectAllReduceF32(*c, 10000, 3);  // uneven segments: 1024 floats a piece over 3 ranks
+  ExpectAllReduceF32(*c, 37, 50);
+  ExpectAllReduceF32(*c, 2, 5);      // fewer elements than ranks: all-gather
+}
+
+void ExpectAllReduceBf16(Communicator* c) {
   ASSERT_NE(c, nullptr);
   const int64_t n = 5000;
   std::vector<uint16_t> x(n);
@@ -69,6 +78,11 @@ TEST(MpiCommunicatorTest, AllReduceBf16SumsInF32AndRoundsOnce) {
   }
   EXPECT_EQ(num_wrong, 0);
   EXPECT_EQ(c->AllReduceSum(x.data(), n, DType::kF16).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MpiCommunicatorTest, AllReduceBf16SumsInF32AndRoundsOnce) {
+  ExpectAllReduceBf16(MakeComm().get());
+  ExpectAllReduceBf16(MakeComm(20, /*reduce_scatter_min_bytes=*/0).get());
 }
 
 TEST(MpiCommunicatorTest, BroadcastGatherAndBarrierAcrossPieces) {
