@@ -23,8 +23,11 @@ bool g_finished = false;
 MpiWorld g_world;
 std::atomic<bool> g_broken{false};
 
-// How long the ranks wait for each other at the end before giving up on a clean exit.
+// How long the ranks wait for each other at the end before giving up on MPI_Finalize:
+// after a success the others are about to arrive (rank 0 stopped them); after an error
+// they arrive only when they failed the same way (a bad flag every rank sees).
 constexpr double kFinishBarrierS = 20;
+constexpr double kFinishBarrierAfterErrorS = 2;
 
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -99,11 +102,11 @@ void FinishMpi(int exit_code) {
   std::unique_lock<std::mutex> lock(g_mu);
   if (!g_initialized || g_finished) return;
   g_finished = true;
-  const bool clean = exit_code == 0 && !g_broken.load();
   const int size = g_world.size;
   lock.unlock();
-  if (size == 1 || (clean && AllRanksArrive(kFinishBarrierS))) {
-    MPI_Finalize();
+  if (size == 1 ||
+      (!g_broken.load() && AllRanksArrive(exit_code == 0 ? kFinishBarrierS : kFinishBarrierAfterErrorS))) {
+    MPI_Finalize();  // mpirun then reports any non-zero exit code
     return;
   }
   std::fflush(stdout);

@@ -11,10 +11,10 @@
 // run alone). It blocks SIGINT/SIGTERM/SIGUSR2 while Open MPI starts its threads, so
 // those threads never take a signal meant for the caller's handling (a process-directed
 // SIGTERM delivered to a thread without a handler would kill the process).
-// FinishMpi finalizes on a clean exit and calls MPI_Abort otherwise: Open MPI 4.1's
-// MPI_Finalize waits for every rank, and after a failure some rank may never arrive;
-// the abort makes mpirun end the whole job with the exit code. A clean exit first
-// meets every rank at a barrier with a deadline, since a rank may have died unseen.
+// FinishMpi finalizes when every rank gets there and calls MPI_Abort otherwise: Open
+// MPI 4.1's MPI_Finalize waits for every rank, and after a failure some rank may never
+// arrive; the abort makes mpirun end the whole job with the exit code. So the ranks
+// first meet at a barrier with a deadline.
 #pragma once
 
 #include "common/status.h"
@@ -36,9 +36,10 @@ StatusOr<MpiWorld> InitMpi();
 bool MpiInitialized();
 // Marks the MPI job unusable (a collective failed or timed out): FinishMpi aborts.
 void MarkMpiBroken();
-// No-op unless InitMpi succeeded and FinishMpi has not run yet. Exit code 0, no
-// broken communicator and every rank arriving here within 20 s: MPI_Finalize.
-// Otherwise, with other ranks: MPI_Abort(code, or 1) (does not return).
+// No-op unless InitMpi succeeded and FinishMpi has not run yet. No broken
+// communicator and every rank arriving here in time (20 s after exit code 0, 2 s after
+// an error, which every rank may have hit alike): MPI_Finalize, and the process exits
+// with its code. Otherwise, with other ranks: MPI_Abort(code, or 1) (does not return).
 void FinishMpi(int exit_code);
 
 }  // namespace pagellm::dist

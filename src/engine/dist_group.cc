@@ -92,7 +92,9 @@ Status DistGroup::ConnectMpi(const EngineConfig& config) {
                                                                  .init_timeout_s = 60}));
   PAGELLM_RETURN_IF_ERROR(SendEngineFlags(*comm_, config));
   num_local_ranks_ = world.local_size;
-  PLOG_INFO("tensor parallel: {} ranks over Open MPI (mpi), {} on this host", world.size, world.local_size);
+  // SIGTERM to this pid drains; mpirun's own SIGTERM kills the job after 1 s.
+  PLOG_INFO("tensor parallel: {} ranks over Open MPI (mpi), {} on this host; rank 0 is pid {}", world.size,
+            world.local_size, getpid());
   return OkStatus();
 }
 
