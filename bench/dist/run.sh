@@ -1,5 +1,6 @@
 #!/bin/sh
-# Builds and runs the shared-memory all-reduce benchmark (see allreduce_bench.cc).
+# Builds and runs the all-reduce benchmark (see allreduce_bench.cc): the shared-memory
+# communicator, then the Open MPI one (mpirun on this host, 2 ranks by default).
 #   bench/dist/run.sh [build-dir] [allreduce_bench args, e.g. --ranks 2 --sizes 8192,65536]
 # State the CPU (lscpu) and the load average with the numbers.
 set -eu
@@ -7,5 +8,15 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 [ $# -gt 0 ] && shift
 ninja -C "$build" allreduce_bench >/dev/null
+ranks=2
+prev=""
+for arg in "$@"; do
+  [ "$prev" = "--ranks" ] && ranks=$arg
+  prev=$arg
+done
 uptime
-exec "$build/src/dist/allreduce_bench" "$@"
+lscpu | grep -E '^Model name' || true
+"$build/src/dist/allreduce_bench" "$@"
+# --ranks is the shm side's; mpirun sets the MPI world size. Open MPI binds one core per
+# rank by default (np <= 2); --oversubscribe lets --ranks exceed the cores.
+mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$build/src/dist/allreduce_bench" --comm mpi "$@"

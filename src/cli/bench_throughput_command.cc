@@ -130,6 +130,7 @@ void RegisterBenchThroughputCommand(CLI::App& bench) {
   AddEngineFlags(cmd, &f->engine);
   cmd->callback([f] {
     f->engine.seed = f->seed;
+    if (RunIfMpiWorkerRank(f->engine)) return;
     ReportStatus(RunBenchThroughput(*f));
   });
 }

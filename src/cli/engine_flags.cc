@@ -61,16 +61,18 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "what the state slots leave)")
       ->capture_default_str();
   cmd->add_option("--tensor-parallel-size", c->tensor_parallel_size,
-                  "ranks that each hold a shard of every layer of their pipeline stage")
-      ->check(CLI::Range(1, 8))
+                  "ranks that each hold a shard of every layer of their pipeline stage (mp: at most 8 "
+                  "ranks in all, on this host)")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_option("--pipeline-parallel-size", c->pipeline_parallel_size,
                   "pipeline stages, each running a contiguous range of the layers")
-      ->check(CLI::Range(1, 8))
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_option("--distributed-executor-backend", c->distributed_executor_backend,
-                  "mp: pagellm starts its own worker processes")
-      ->check(CLI::IsMember({"mp"}))
+                  "mp: pagellm starts its own worker processes on this host; mpi: the ranks of an "
+                  "`mpirun -np N pagellm ...` job, on one host or several")
+      ->check(CLI::IsMember({"mp", "mpi"}))
       ->capture_default_str();
   cmd->add_option("--max-logprobs", c->max_logprobs, "largest logprobs a request may ask for")->capture_default_str();
 }

@@ -251,6 +251,7 @@ void RegisterGenerateCommand(CLI::App& app) {
       f->params.seed = *f->seed;
       f->engine.seed = *f->seed;
     }
+    if (RunIfMpiWorkerRank(f->engine)) return;
     if (f->input.empty() && f->prompt.empty() && f->prompt_ids.empty()) {
       ReportStatus(InvalidArgumentError("give --prompt, --prompt-ids or --input"));
       return;

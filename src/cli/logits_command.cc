@@ -44,6 +44,7 @@ void RegisterLogitsCommand(CLI::App& app) {
   cmd->add_option("--out", f->out, "output .npy path")->required();
   AddEngineFlags(cmd, &f->engine);
   cmd->callback([f] {
+    if (RunIfMpiWorkerRank(f->engine)) return;
     auto core = EngineCore::Create(f->engine);
     if (!ReportStatus(core.status())) return;
     std::vector<int32_t> ids;

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "common/logging.h"
+#include "engine/mpi_job.h"
 
 namespace {
 
@@ -72,5 +73,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // Under mpirun (--distributed-executor-backend mpi): finalize, or abort the job on error.
+  pagellm::LeaveMpiJob(pagellm::cli::ExitCode());
   return pagellm::cli::ExitCode();
 }

@@ -146,7 +146,6 @@ Status RunServe(ServeFlags& f) {
   sigaddset(&set, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  if (f.seed) f.engine.seed = *f.seed;
   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<LlmEngine> engine, LlmEngine::Create(f.engine));
   server::OpenAiServerOptions options;
   options.served_model_name = f.served_model_name.empty() ? f.engine.model : f.served_model_name.front();
@@ -209,6 +208,8 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->allow_extras();
   cmd->callback([f, cmd] {
     if (!ReportStatus(CheckExtras(*cmd))) return;
+    if (f->seed) f->engine.seed = *f->seed;
+    if (RunIfMpiWorkerRank(f->engine)) return;  // mpirun: ranks > 0 serve no HTTP
     ReportStatus(RunServe(*f));
   });
 }

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "dist/call_timer.h"
 #include "dist/reduce_sum.h"
 
 namespace pagellm::dist {
@@ -224,17 +225,6 @@ Status ShmCommunicator::CheckUsable(int rank_arg, bool any_rank_ok) const {
   return OkStatus();
 }
 
-// Times a call into stats_ (total), on every return path.
-class CallTimer {
- public:
-  explicit CallTimer(CommStats& stats) : stats_(stats), start_(MonotonicSeconds()) { ++stats_.num_calls; }
-  ~CallTimer() { stats_.total_s += MonotonicSeconds() - start_; }
-
- private:
-  CommStats& stats_;
-  double start_;
-};
-
 Status ShmCommunicator::AllReduceSum(void* data, int64_t count, DType dtype) {
   PAGELLM_RETURN_IF_ERROR(CheckUsable(0, true));
   if (dtype != DType::kF32 && dtype != DType::kBF16) {
@@ -305,15 +295,6 @@ Status ShmCommunicator::Barrier() {
   CallTimer timer(stats_);
   PAGELLM_RETURN_IF_ERROR(BeginStep(nullptr, 0));
   for (int p = 0; p < options_.world_size; ++p) PAGELLM_RETURN_IF_ERROR(WaitPeerStep(p));
-  return OkStatus();
-}
-
-// Calls fn(offset, size) for each chunk of a message, stopping at the first error.
-template <typename Fn>
-Status ForEachChunk(int64_t nbytes, int64_t chunk_bytes, Fn fn) {
-  for (int64_t off = 0; off < nbytes; off += chunk_bytes) {
-    PAGELLM_RETURN_IF_ERROR(fn(off, std::min(chunk_bytes, nbytes - off)));
-  }
   return OkStatus();
 }
 

@@ -13,7 +13,9 @@
 
 #include "common/json.h"
 #include "common/logging.h"
+#include "dist/mpi_communicator.h"
 #include "dist/shm_communicator.h"
+#include "engine/mpi_job.h"
 
 namespace pagellm {
 
@@ -55,9 +57,15 @@ double DistTimeoutSeconds() {
 }
 
 StatusOr<std::unique_ptr<DistGroup>> DistGroup::Launch(const EngineConfig& config) {
+  if (config.distributed_executor_backend == "mpi") {
+    std::unique_ptr<DistGroup> group(new DistGroup());
+    PAGELLM_RETURN_IF_ERROR(group->ConnectMpi(config));
+    return group;
+  }
   if (config.distributed_executor_backend != "mp") {
-    return UnimplementedError(fmt::format("--distributed-executor-backend {}: only mp (worker processes on this host) "
-                                          "is implemented", config.distributed_executor_backend));
+    return InvalidArgumentError(fmt::format("--distributed-executor-backend {}: use mp (worker processes on this "
+                                            "host) or mpi (ranks started by mpirun)",
+                                            config.distributed_executor_backend));
   }
   const int world = config.world_size();
   if (world > dist::kMaxShmRanks) {
@@ -74,9 +82,24 @@ StatusOr<std::unique_ptr<DistGroup>> DistGroup::Launch(const EngineConfig& confi
   }
   dist::ShmOptions opt{.group_id = id, .rank = 0, .world_size = world, .timeout_s = DistTimeoutSeconds()};
   PAGELLM_ASSIGN_OR_RETURN(group->comm_, dist::ShmCommunicator::Create(opt));
+  group->num_local_ranks_ = world;
   PLOG_INFO("parallel group: {} ranks (tensor parallel {} x pipeline parallel {}) on this host (mp), shared-memory "
             "group {}", world, config.tensor_parallel_size, config.pipeline_parallel_size, id);
   return group;
+}
+
+Status DistGroup::ConnectMpi(const EngineConfig& config) {
+  PAGELLM_ASSIGN_OR_RETURN(dist::MpiWorld world, JoinMpiJob(config));
+  if (world.rank != 0) return InternalError("tensor parallel: only MPI rank 0 runs the engine");
+  // The workers joined first thing; 60 s covers a slow start on another host.
+  PAGELLM_ASSIGN_OR_RETURN(comm_, dist::MpiCommunicator::Create({.timeout_s = DistTimeoutSeconds(),
+                                                                 .init_timeout_s = 60}));
+  PAGELLM_RETURN_IF_ERROR(SendEngineFlags(*comm_, config));
+  num_local_ranks_ = world.local_size;
+  // SIGTERM to this pid drains; mpirun's own SIGTERM kills the job after 1 s.
+  PLOG_INFO("tensor parallel: {} ranks over Open MPI (mpi), {} on this host; rank 0 is pid {}", world.size,
+            world.local_size, getpid());
+  return OkStatus();
 }
 
 Status DistGroup::Spawn(const DistWorkerArgs& a) {

@@ -1,6 +1,9 @@
 // DistGroup: the tensor-parallel group as rank 0 owns it. With the "mp" backend it
 // starts ranks 1..N-1 as child processes (`pagellm dist-worker ...`, the same binary),
-// connects the shared-memory communicator and watches the children.
+// connects the shared-memory communicator and watches the children. With "mpi",
+// mpirun has started the ranks (engine/mpi_job.h): it connects the MPI communicator and
+// checks that every rank got the same engine flags; Open MPI's runtime watches the
+// ranks (a dead one ends the job, this process included).
 //
 //   PAGELLM_ASSIGN_OR_RETURN(auto group, DistGroup::Launch(config));  // rank 0
 //   group->comm().AllReduceSum(...);
@@ -49,6 +52,8 @@ class DistGroup {
   ~DistGroup();
 
   dist::Communicator& comm() { return *comm_; }
+  // Ranks sharing this host's memory (the memory plan's divisor): all of them with mp.
+  int num_local_ranks() const { return num_local_ranks_; }
   // OK until a worker has exited (reaped here, so it never lingers as a zombie); then
   // Unavailable("tensor parallel rank 1 (pid 123) was killed by signal 9"). Thread-safe.
   Status Health();
@@ -56,15 +61,20 @@ class DistGroup {
  private:
   DistGroup() = default;
   Status Spawn(const DistWorkerArgs& args);
+  Status ConnectMpi(const EngineConfig& config);
 
   std::unique_ptr<dist::Communicator> comm_;
+  int num_local_ranks_ = 1;
   std::mutex mu_;               // guards workers_ and failure_ (Health runs on any thread)
   std::vector<pid_t> workers_;  // [world_size - 1]: rank r at r - 1; -1 once reaped
   std::string failure_;
 };
 
-// Runs a worker rank to the end: connects, loads and shards the model, receives the
-// memory plan, then serves steps until rank 0 says stop (OK) or the group breaks.
+// Runs an "mp" worker rank to the end: connects, then RunWorkerRank.
 Status RunDistWorker(const DistWorkerArgs& args);
+// The life of a rank > 0 on a connected communicator (either backend): loads and shards
+// the model, receives the memory plan, then serves steps until rank 0 says stop (OK)
+// or the group breaks. Steps wait step_timeout_s for a peer; idle waits have no limit.
+Status RunWorkerRank(const EngineConfig& config, dist::Communicator& comm, double step_timeout_s);
 
 }  // namespace pagellm

@@ -33,24 +33,28 @@ Status LoadShard(const EngineConfig& config, dist::Communicator& comm, Backend& 
 
 }  // namespace
 
+Status RunWorkerRank(const EngineConfig& config, dist::Communicator& comm, double step_timeout_s) {
+  PAGELLM_ASSIGN_OR_RETURN(Backend* backend, BackendRegistry::Get("cpu"));
+  WorkerModel model;
+  PAGELLM_RETURN_IF_ERROR(LoadShard(config, comm, *backend, model).WithPrefix(fmt::format("rank {}", comm.rank())));
+  // Rank 0 plans after loading its own shard, which may take longer than ours.
+  comm.set_timeout_s(0);
+  PAGELLM_ASSIGN_OR_RETURN(DistPlan plan, ReceiveDistPlan(comm));
+  comm.set_timeout_s(step_timeout_s);
+  PAGELLM_ASSIGN_OR_RETURN(
+      auto kv, PagedKvCache::Create(model.shard->MakeKvCacheSpec(plan.num_blocks, plan.block_size,
+                                                                  static_cast<DType>(plan.kv_dtype))));
+  PLOG_DEBUG("tensor parallel rank {}: weights {} MB, KV cache {} blocks", comm.rank(), model.shard_bytes >> 20,
+             plan.num_blocks);
+  return RunTpWorker(*model.shard, *kv, comm);
+}
+
 Status RunDistWorker(const DistWorkerArgs& args) {
   PAGELLM_ASSIGN_OR_RETURN(EngineConfig config, EngineConfigFromJson(args.engine_config_json));
   dist::ShmOptions opt{.group_id = args.group_id, .rank = args.rank, .world_size = args.world_size,
                        .timeout_s = DistTimeoutSeconds()};
   PAGELLM_ASSIGN_OR_RETURN(auto comm, dist::ShmCommunicator::Create(opt));
-  PAGELLM_ASSIGN_OR_RETURN(Backend* backend, BackendRegistry::Get("cpu"));
-  WorkerModel model;
-  PAGELLM_RETURN_IF_ERROR(LoadShard(config, *comm, *backend, model).WithPrefix(fmt::format("rank {}", args.rank)));
-  // Rank 0 plans after loading its own shard, which may take longer than ours.
-  comm->set_timeout_s(0);
-  PAGELLM_ASSIGN_OR_RETURN(DistPlan plan, ReceiveDistPlan(*comm));
-  comm->set_timeout_s(opt.timeout_s);
-  PAGELLM_ASSIGN_OR_RETURN(
-      auto kv, PagedKvCache::Create(model.shard->MakeKvCacheSpec(plan.num_blocks, plan.block_size,
-                                                                  static_cast<DType>(plan.kv_dtype))));
-  PLOG_DEBUG("parallel rank {}: weights {} MB, KV cache {} blocks of {} layers", args.rank, model.shard_bytes >> 20,
-             plan.num_blocks, model.shard->MakeKvCacheSpec(1, plan.block_size, DType::kF32).num_layers);
-  return RunTpWorker(*model.shard, *kv, *comm);
+  return RunWorkerRank(config, *comm, opt.timeout_s);
 }
 
 }  // namespace pagellm

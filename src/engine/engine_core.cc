@@ -141,8 +141,9 @@ Status EngineCore::InitScheduler() {
   in.max_model_len = max_model_len_;
   in.kv_cache_memory_bytes = config_.kv_cache_memory_bytes;
   in.memory_utilization = config_.gpu_memory_utilization;
-  // The ranks of a tensor-parallel group share this host's memory: each plans its part.
-  in.device_memory_bytes = CpuMemoryBytes() / world;
+  // The ranks of a parallel group on this host share its memory: each plans its
+  // part (with mpi, ranks on other hosts have their own).
+  in.device_memory_bytes = CpuMemoryBytes() / (dist_group_ != nullptr ? dist_group_->num_local_ranks() : 1);
   // Hybrid models: GDN state slots (at most max_num_seqs) and prefix-cache snapshots are
   // sized from the same budget as the KV blocks (memory_plan.h).
   if (config_.hybrid_state_snapshot_interval < 0 || config_.hybrid_state_snapshots < 0) {

@@ -7,12 +7,14 @@ namespace pagellm {
 
 namespace {
 
-// "rank 0: 120 forward steps, 3.10 s; collectives 0.21 s (6.8 %), of which waiting 0.15 s"
+// "rank 0: 120 forward steps, 3.10 s; collectives 0.21 s (6.8 %), of which waiting 0.15 s;
+// compute 2.89 s; 41.2 KB sent per step"
 void LogStepSplit(int rank, int64_t num_steps, double forward_s, const dist::CommStats& c) {
   if (num_steps == 0) return;
   PLOG_INFO("tensor parallel rank {}: {} forward steps, {:.3f} s; collectives {:.3f} s ({:.1f} %), of which waiting "
-            "for peers {:.3f} s; compute {:.3f} s", rank, num_steps, forward_s, c.total_s,
-            forward_s > 0 ? 100.0 * c.total_s / forward_s : 0.0, c.wait_s, forward_s - c.total_s);
+            "for peers {:.3f} s; compute {:.3f} s; {:.1f} KB sent per step", rank, num_steps, forward_s, c.total_s,
+            forward_s > 0 ? 100.0 * c.total_s / forward_s : 0.0, c.wait_s, forward_s - c.total_s,
+            static_cast<double>(c.num_bytes) / 1024.0 / static_cast<double>(num_steps));
 }
 
 }  // namespace

@@ -13,25 +13,19 @@ the order of the fp32 sums (a TP rank sums its heads' / columns' share, the all-
 adds the shares): with f32 weights and KV at most 1e-3 (measured ~1e-5), with bf16
 weights and KV at most 0.05. Ends with "N passed, N failed"; exits non-zero on failure.
 """
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from checks import Checks  # tests/support/checks.py
+from tp_common import (ENV, FLAGS, chosen_logprobs, completion, compare_with_base, free_port, http,  # noqa: E402
+                       read_rows, wait_exit, write_rows)
 
 PAGELLM, WORK = sys.argv[1], sys.argv[2]
-# Two requests at a time: the later prompts find the shared prefix in the cache.
-FLAGS = ["--kv-cache-memory", str(32 << 20), "--max-model-len", "1024", "--max-num-batched-tokens", "32",
-         "--enable-chunked-prefill", "--enable-prefix-caching", "--max-num-seqs", "2"]
-ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
 check = Checks()
 
 
@@ -39,36 +33,14 @@ def run(args, timeout=120):
     return subprocess.run([PAGELLM, *args], capture_output=True, text=True, env=ENV, timeout=timeout)
 
 
-def rows():
-    prefix = list(range(2000, 2048))
-    greedy = {"temperature": 0, "ignore_eos": True, "logprobs": 1}
-    out = [{"prompt_token_ids": prefix + [3000 + i] * (i + 1), "max_tokens": 12, **greedy} for i in range(4)]
-    out.append({"prompt": "Hello world, tell me a story about a cat", "max_tokens": 16, **greedy})
-    out.append({"prompt_token_ids": list(range(500, 590)), "max_tokens": 8, **greedy})
-    return out
-
-
 def generate(model, name, extra):
     inp, outp = os.path.join(WORK, name + ".in.jsonl"), os.path.join(WORK, name + ".out.jsonl")
-    with open(inp, "w") as f:
-        for r in rows():
-            f.write(json.dumps(r) + "\n")
+    write_rows(inp)
     p = run(["generate", "--model", model, "--input", inp, "--output", outp, *FLAGS, *extra])
     if p.returncode != 0:
         print(f"generate {name} failed ({p.returncode}):\n{p.stderr[-3000:]}", flush=True)
         return None, p.stderr
-    with open(outp) as f:
-        return [json.loads(line) for line in f], p.stderr
-
-
-def chosen_logprobs(r):
-    lp = r.get("logprobs")
-    if isinstance(lp, dict):
-        lp = lp.get("token_logprobs") or lp.get("content")
-    vals = []
-    for x in lp or []:
-        vals.append(x["logprob"] if isinstance(x, dict) else x)
-    return vals
+    return read_rows(outp), p.stderr
 
 
 def compare(model, dtype, tol, sizes=(2, 4), label=None, extra=()):
@@ -87,18 +59,7 @@ def compare(model, dtype, tol, sizes=(2, 4), label=None, extra=()):
             continue
         check(f"tensor parallel {tp} of {tp}" not in err and "per rank (" in err,
               f"{label}: TP={tp} prints the per-rank memory plan")
-        worst = 0.0
-        for i, (a, b) in enumerate(zip(base, res)):
-            check(a["token_ids"] == b["token_ids"], f"{label} TP={tp} row {i}: greedy tokens equal TP=1 "
-                  f"({a['token_ids']} vs {b['token_ids']})")
-            la, lb = chosen_logprobs(a), chosen_logprobs(b)
-            check(len(la) == len(a["token_ids"]) and len(lb) == len(la), f"{label} TP={tp} row {i}: logprobs returned")
-            worst = max([worst] + [abs(x - y) for x, y in zip(la, lb)])
-        cached = [sum(r.get("num_cached_tokens", 0) for r in x) for x in (base, res)]
-        check(cached[0] == cached[1] and cached[0] > 0, f"{label} TP={tp}: same prefix-cache hits as TP=1 ({cached})")
-        check(worst <= tol, f"{label} TP={tp}: chosen-token logprobs within {tol} of TP=1 (max diff {worst:.2e})")
-        print(f"{label} TP={tp}: max |logprob diff| vs TP=1 = {worst:.3e}; cached prompt tokens {cached[1]}",
-              flush=True)
+        compare_with_base(check, f"{label} TP={tp}", base, res, tol)
 
 
 def test_int8_under_tp(model):
@@ -143,24 +104,6 @@ def test_bench_throughput(model):
     check(p.returncode == 0 and "Throughput:" in p.stdout, "bench throughput runs with TP=2 x PP=2")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http(port, path, body=None, timeout=10):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=None if body is None else json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except (urllib.error.URLError, ConnectionError, socket.timeout):
-        return None, ""
-
-
 def children(pid):
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
@@ -183,19 +126,6 @@ def start_server(model, env_extra=None, layout=("--tensor-parallel-size", "2")):
     proc.kill()
     print(f"server did not start:\n{proc.stderr.read()[-2000:]}", flush=True)
     return None, port
-
-
-def wait_exit(proc, timeout):
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return None
-
-
-def completion(port):
-    return http(port, "/v1/completions", {"model": "m", "prompt": "Hello", "max_tokens": 4, "temperature": 0}, 30)
 
 
 def test_killed_worker(model, layout, name, victim):
