@@ -69,7 +69,8 @@ def test_errors(model):
     t0 = time.time()
     p = run([*MPIRUN, "-np", "2", PAGELLM, *gen, "--tensor-parallel-size", "4", "--distributed-executor-backend",
              "mpi"], timeout=60)
-    check(p.returncode != 0 and "mpirun started 2 ranks but --tensor-parallel-size is 4" in p.stderr,
+    check(p.returncode != 0 and "mpirun started 2 ranks but --tensor-parallel-size 4 x --pipeline-parallel-size 1 is 4"
+          in p.stderr,
           f"world size != TP is refused ({p.returncode}, {time.time() - t0:.1f} s)")
     # MPMD: the two ranks get different seeds, i.e. different dummy weights.
     p = run([*MPIRUN, "-np", "1", PAGELLM, *gen, *MPI_FLAGS, "--seed", "1", ":", "-np", "1", PAGELLM, *gen,
