@@ -44,11 +44,15 @@ OrderedJson EmptyCompletionLogprobs() {
 }
 
 void AppendCompletionLogprobs(const tokenizer::Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
-                              int64_t* offset, OrderedJson* lp) {
+                              const std::string& delta_text, int64_t* offset, OrderedJson* lp) {
+  // Several tokens in one delta: each starts where its bytes' characters put it, never
+  // past the end of the text they produced together.
+  const int64_t end = *offset + Utf8Length(delta_text);
+  int64_t pos = *offset;
   for (const TokenLogprob& t : logprobs) {
     std::string text = TokenBytes(tok, t.token_id);
-    (*lp)["text_offset"].push_back(*offset);
-    *offset += Utf8Length(text);
+    (*lp)["text_offset"].push_back(std::min(pos, end));
+    pos += Utf8Length(text);
     (*lp)["token_logprobs"].push_back(FiniteLogprob(t.logprob));
     (*lp)["tokens"].push_back(text);
     // As vLLM: the top-k alternatives plus the sampled token, keyed by token text.
@@ -57,6 +61,7 @@ void AppendCompletionLogprobs(const tokenizer::Tokenizer& tok, const std::vector
     if (!top.contains(text)) top[text] = FiniteLogprob(t.logprob);
     (*lp)["top_logprobs"].push_back(std::move(top));
   }
+  *offset = end;
 }
 
 OrderedJson UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {

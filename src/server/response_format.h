@@ -25,9 +25,13 @@ std::string TokenBytes(const tokenizer::Tokenizer& tok, int32_t id);
 OrderedJson ChatLogprobs(const tokenizer::Tokenizer& tok, const std::vector<TokenLogprob>& logprobs);
 
 // Completions shape accumulated into `lp` = {text_offset, token_logprobs, tokens,
-// top_logprobs}; `text_offset` continues from *offset (characters of text so far).
+// top_logprobs}; `text_offset` continues from *offset (characters of text so far). As
+// in vLLM an offset is a position in the text the client receives: after the delta
+// *offset has moved by the characters of `delta_text`, the text these tokens produced
+// (a token holding part of a character adds none until the character is complete;
+// bytes that never form one arrive as U+FFFD, one character each).
 void AppendCompletionLogprobs(const tokenizer::Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
-                              int64_t* offset, OrderedJson* lp);
+                              const std::string& delta_text, int64_t* offset, OrderedJson* lp);
 OrderedJson EmptyCompletionLogprobs();
 
 OrderedJson UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
