@@ -116,12 +116,14 @@ Status Rollout::RollOne(const std::string& url, const Peers& peers, const Window
   const double n_itl = new_itl.Quantile(0.99), o_itl = old_itl.Quantile(0.99);
   const double limit = 1.0 + options_.max_regression;
   const bool enough = new_ttft.count() >= static_cast<double>(options_.min_requests) && old_ttft.count() > 0;
-  const bool worse = enough && ((n_ttft > limit * o_ttft) || (!std::isnan(n_itl) && !std::isnan(o_itl) && n_itl > limit * o_itl));
+  const double slack = options_.regression_slack_s;
+  const bool worse = enough && ((n_ttft > limit * o_ttft + slack) ||
+                                (!std::isnan(n_itl) && !std::isnan(o_itl) && n_itl > limit * o_itl + slack));
   Record(url, "compare", "",
          {{"window_s", waited}, {"initial_delay_s", options_.initial_delay_s}, {"compared_with", vs_baseline ? "the worker before the rollout" : peers.what},
           {"requests_new", new_ttft.count()}, {"requests_old", old_ttft.count()},
           {"p99_ttft_new_s", Round4(n_ttft)}, {"p99_ttft_old_s", Round4(o_ttft)}, {"p99_itl_new_s", Round4(n_itl)},
-          {"p99_itl_old_s", Round4(o_itl)}, {"max_regression", options_.max_regression},
+          {"p99_itl_old_s", Round4(o_itl)}, {"max_regression", options_.max_regression}, {"regression_slack_s", options_.regression_slack_s},
           {"verdict", !enough ? "not enough requests to judge: kept" : worse ? "regression" : "ok"}});
   if (!worse) return OkStatus();
   PLOG_WARN("rollout: {}: P99 TTFT {:.4f} s / ITL {:.4f} s vs {} {:.4f} / {:.4f}: rolling back", url,

@@ -37,6 +37,9 @@ void RegisterRolloutCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-regression", o.max_regression, "allowed rise of P99 TTFT / ITL over the old workers'")
       ->capture_default_str();
+  cmd->add_option("--regression-slack", o.regression_slack_s,
+                  "seconds a P99 must also rise by to count (noise floor of small windows)")
+      ->capture_default_str();
   cmd->add_option("--min-requests", o.min_requests, "requests the new worker must serve to be judged")
       ->capture_default_str();
   cmd->add_option("--ready-timeout", o.ready_timeout_s, "seconds a started worker may take to serve")

@@ -111,6 +111,7 @@ function startBenchLoad(rate) {
 function runRollout(newExtra, minRequests, maxRegression, auditFile) {
   const args = ["rollout", "--router", router.url, "--new", startCmd(newExtra), "--stop", stopCmd,
     "--old", startCmd([]), "--window", "10", "--initial-delay", "3", "--min-requests", String(minRequests), "--max-regression", String(maxRegression),
+    "--regression-slack", "0.1",
     "--audit-log", auditFile];
   return new Promise((resolve) => {
     const p = spawn(pagellm, args, { stdio: ["ignore", "pipe", "pipe"] });
