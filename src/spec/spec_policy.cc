@@ -1,0 +1,35 @@
+#include "spec/spec_policy.h"
+
+#include <algorithm>
+
+namespace pagellm {
+
+int32_t SpecPolicy::DraftsPerRequest(int32_t num_running, double fixed_s, double per_token_s) {
+  const int32_t k = config_.num_speculative_tokens;
+  auto decide = [&](bool on) {
+    last_on_ = on;
+    num_off_steps_ = on ? 0 : num_off_steps_ + 1;
+    return on ? k : 0;
+  };
+  if (num_running <= 0 || k <= 0) return decide(false);
+  if (config_.disable_by_batch_size > 0 && num_running > config_.disable_by_batch_size) return decide(false);
+  if (per_token_s <= 0.0) return decide(true);
+  auto cost = [&](double tokens) { return std::max(fixed_s, 0.0) + per_token_s * tokens; };
+  const double b = num_running;
+  const double with_drafts = cost(b * (1 + k)) * 1.05;
+  const double a = mean_accepted_ < 0.0 ? k : mean_accepted_;
+  if ((1.0 + a) * cost(b) > with_drafts) return decide(true);
+  // Would perfect acceptance pay? Then low acceptance is why: probe now and then.
+  const bool could_pay = (1.0 + k) * cost(b) > with_drafts;
+  if (could_pay && num_off_steps_ >= 31) return decide(true);
+  return decide(false);
+}
+
+void SpecPolicy::Observe(int32_t num_drafts, int32_t num_accepted_tokens) {
+  if (num_drafts <= 0) return;
+  const double step_mean = static_cast<double>(num_accepted_tokens) / num_drafts;
+  // ~20 steps of memory: quick enough to follow a request mix that changes.
+  mean_accepted_ = mean_accepted_ < 0.0 ? step_mean : 0.95 * mean_accepted_ + 0.05 * step_mean;
+}
+
+}  // namespace pagellm

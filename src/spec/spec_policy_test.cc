@@ -1,0 +1,37 @@
+#include "spec/spec_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace pagellm {
+namespace {
+
+// A CPU-like step: 40 ms to read the weights, 2 ms per token.
+constexpr double kFixed = 0.040, kPerToken = 0.002;
+
+TEST(SpecPolicyTest, OnWhileMemoryBoundOffWhenComputeBound) {
+  SpecPolicy policy({.num_speculative_tokens = 4});
+  policy.Observe(1, 1);  // 1 of 4 drafts accepted on average
+  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken), 4);   // 2 x 42 ms > 1.05 x 50 ms
+  EXPECT_EQ(policy.DraftsPerRequest(16, kFixed, kPerToken), 0);  // 2 x 72 ms < 1.05 x 200 ms
+}
+
+TEST(SpecPolicyTest, LowAcceptanceTurnsItOffButProbes) {
+  SpecPolicy policy({.num_speculative_tokens = 4});
+  for (int i = 0; i < 200; ++i) policy.Observe(1, 0);
+  int on = 0;
+  for (int i = 0; i < 64; ++i) on += policy.DraftsPerRequest(1, kFixed, kPerToken) > 0;
+  EXPECT_EQ(on, 2);  // one probing step in 32
+  // Acceptance comes back: the probes see it and speculation resumes.
+  for (int i = 0; i < 100; ++i) policy.Observe(1, 4);
+  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken), 4);
+}
+
+TEST(SpecPolicyTest, UserBoundAndNoMeasurements) {
+  SpecPolicy policy({.num_speculative_tokens = 2, .disable_by_batch_size = 3});
+  EXPECT_EQ(policy.DraftsPerRequest(3, 0.0, 0.0), 2);  // no slope yet: optimistic
+  EXPECT_EQ(policy.DraftsPerRequest(4, 0.0, 0.0), 0);
+  EXPECT_EQ(policy.DraftsPerRequest(0, kFixed, kPerToken), 0);
+}
+
+}  // namespace
+}  // namespace pagellm

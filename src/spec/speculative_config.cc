@@ -1,0 +1,93 @@
+#include "spec/speculative_config.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace pagellm {
+namespace {
+
+StatusOr<int32_t> IntField(const nlohmann::json& j, const char* key, int32_t lo, int32_t hi) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_integer()) {
+    return InvalidArgumentError(fmt::format("--speculative-config: \"{}\" must be an integer", key));
+  }
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) {
+    return InvalidArgumentError(fmt::format("--speculative-config: \"{}\" must be in [{}, {}], got {}", key, lo, hi, x));
+  }
+  return static_cast<int32_t>(x);
+}
+
+}  // namespace
+
+std::string SpeculativeConfig::Describe() const {
+  if (!enabled()) return "off";
+  std::string s = fmt::format("{}, {} speculative tokens, prompt lookup n in [{}, {}]", method, num_speculative_tokens,
+                              prompt_lookup_min, prompt_lookup_max);
+  s += disable_by_batch_size > 0 ? fmt::format(", off above {} running requests", disable_by_batch_size)
+                                 : ", on while the step cost model says drafts pay";
+  return s;
+}
+
+StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
+  SpeculativeConfig cfg;
+  if (text.empty()) return cfg;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError(fmt::format("--speculative-config must be a JSON object, got: {}", text));
+  }
+  static constexpr const char* kKnown[] = {"method", "model", "num_speculative_tokens", "prompt_lookup_min",
+                                           "prompt_lookup_max", "disable_by_batch_size"};
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : kKnown) known = known || key == k;
+    if (!known) {
+      return InvalidArgumentError(fmt::format(
+          "--speculative-config: unknown key \"{}\" (supported: method, model, num_speculative_tokens, "
+          "prompt_lookup_min, prompt_lookup_max, disable_by_batch_size)", key));
+    }
+  }
+  std::string method = j.contains("method") && j["method"].is_string() ? j["method"].get<std::string>() : "";
+  if (j.contains("method") && !j["method"].is_string()) {
+    return InvalidArgumentError("--speculative-config: \"method\" must be a string");
+  }
+  if (j.contains("model")) {
+    return InvalidArgumentError(
+        "--speculative-config: draft models (\"model\") are not supported yet; use {\"method\": \"ngram\", ...}");
+  }
+  if (method.empty()) {
+    return InvalidArgumentError("--speculative-config: give \"method\" (supported: \"ngram\")");
+  }
+  if (method == "mtp" || method == "qwen3_next_mtp") {
+    return InvalidArgumentError(
+        "--speculative-config: method \"mtp\" is not supported yet (the MTP weights are not loaded); use \"ngram\"");
+  }
+  if (method != "ngram") {
+    return InvalidArgumentError(fmt::format("--speculative-config: method \"{}\" is not supported (supported: \"ngram\")", method));
+  }
+  cfg.method = method;
+  if (!j.contains("num_speculative_tokens")) {
+    return InvalidArgumentError("--speculative-config: \"num_speculative_tokens\" is required");
+  }
+  PAGELLM_ASSIGN_OR_RETURN(cfg.num_speculative_tokens, IntField(j, "num_speculative_tokens", 1, kMaxSpeculativeTokens));
+  const bool has_min = j.contains("prompt_lookup_min"), has_max = j.contains("prompt_lookup_max");
+  if (has_min) {
+    PAGELLM_ASSIGN_OR_RETURN(cfg.prompt_lookup_min, IntField(j, "prompt_lookup_min", 1, 64));
+  }
+  if (has_max) {
+    PAGELLM_ASSIGN_OR_RETURN(cfg.prompt_lookup_max, IntField(j, "prompt_lookup_max", 1, 64));
+  }
+  if (has_min && !has_max) cfg.prompt_lookup_max = cfg.prompt_lookup_min;
+  if (has_max && !has_min) cfg.prompt_lookup_min = cfg.prompt_lookup_max;
+  if (cfg.prompt_lookup_min > cfg.prompt_lookup_max) {
+    return InvalidArgumentError(fmt::format("--speculative-config: prompt_lookup_min ({}) > prompt_lookup_max ({})",
+                                            cfg.prompt_lookup_min, cfg.prompt_lookup_max));
+  }
+  if (j.contains("disable_by_batch_size")) {
+    PAGELLM_ASSIGN_OR_RETURN(cfg.disable_by_batch_size, IntField(j, "disable_by_batch_size", 1, 1 << 20));
+  }
+  return cfg;
+}
+
+}  // namespace pagellm
