@@ -60,6 +60,9 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "hybrid models: GDN state snapshots kept for prefix caching (0: sized from memory, 25% of "
                   "what the state slots leave)")
       ->capture_default_str();
+  cmd->add_option("--speculative-config", c->speculative_config,
+                  "speculative decoding as vLLM's JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
+                  "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' (n-gram prompt lookup; greedy output is unchanged)");
   cmd->add_option("--tensor-parallel-size", c->tensor_parallel_size,
                   "ranks that each hold a shard of every layer of their pipeline stage (mp: at most 8 "
                   "ranks in all, on this host)")

@@ -35,6 +35,10 @@ struct EngineConfig {
   int32_t hybrid_state_snapshot_interval = 4;
   int32_t hybrid_state_snapshots = 0;
 
+  // Speculative decoding: vLLM's --speculative-config JSON ("" = off); parsed and
+  // checked by spec/speculative_config.h when the engine is created.
+  std::string speculative_config;
+
   // Scheduler.
   std::optional<int32_t> max_model_len;  // default: the model's max_position_embeddings
   int32_t max_num_seqs = 256;

@@ -43,6 +43,18 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::Create(const EngineConfig& con
 }
 
 Status EngineCore::Init() {
+  PAGELLM_ASSIGN_OR_RETURN(spec_config_, ParseSpeculativeConfig(config_.speculative_config));
+  if (spec_config_.enabled()) {
+    ngram_ = std::make_unique<NgramProposer>(NgramProposerConfig{.min_n = spec_config_.prompt_lookup_min,
+                                                                 .max_n = spec_config_.prompt_lookup_max,
+                                                                 .num_speculative_tokens = spec_config_.num_speculative_tokens});
+    spec_policy_ = std::make_unique<SpecPolicy>(SpecPolicyConfig{
+        .num_speculative_tokens = spec_config_.num_speculative_tokens,
+        .disable_by_batch_size = spec_config_.disable_by_batch_size});
+    stats_.spec_decode_enabled = true;
+    stats_.spec.accepted_per_pos.assign(static_cast<size_t>(spec_config_.num_speculative_tokens), 0);
+    PLOG_INFO("speculative decoding: {}", spec_config_.Describe());
+  }
   LoadOptions load;
   load.model_path = config_.model;
   load.load_format = config_.load_format;
@@ -160,6 +172,7 @@ Status EngineCore::InitScheduler() {
   in.plan_state_snapshots = config_.enable_prefix_caching && config_.hybrid_state_snapshot_interval > 0;
   in.num_state_snapshots = config_.hybrid_state_snapshots;
   in.state_snapshot_interval_blocks = config_.hybrid_state_snapshot_interval;
+  in.spec_checkpoints = spec_config_.enabled();
   PAGELLM_ASSIGN_OR_RETURN(plan_, PlanMemory(in));
   std::string who;
   if (pp > 1) {
@@ -177,7 +190,9 @@ Status EngineCore::InitScheduler() {
                                                                        .kv_dtype = static_cast<int32_t>(kv_dtype)}));
   }
   if (plan_.num_state_slots > 0) {
-    PAGELLM_RETURN_IF_ERROR(model_->AllocateStateSlots(plan_.num_state_slots, plan_.num_state_snapshots));
+    // Snapshot entries: the prefix cache's, then one verification checkpoint per slot.
+    PAGELLM_RETURN_IF_ERROR(model_->AllocateStateSlots(plan_.num_state_slots,
+                                                       plan_.num_state_snapshots + plan_.num_spec_checkpoints));
   }
   // The block pool reserves block 0 as its null block: allocate one more.
   PAGELLM_ASSIGN_OR_RETURN(kv_cache_, PagedKvCache::Create(model_->MakeKvCacheSpec(plan_.num_blocks + 1,
@@ -205,6 +220,7 @@ Status EngineCore::InitScheduler() {
   sc.num_state_slots = plan_.num_state_slots;
   sc.num_state_snapshots = plan_.num_state_snapshots;
   sc.state_snapshot_interval_blocks = plan_.state_snapshot_interval_blocks;
+  sc.spec_checkpoint_base = plan_.num_spec_checkpoints > 0 ? plan_.num_state_snapshots : -1;
   sc.max_model_len = max_model_len_;
   PAGELLM_ASSIGN_OR_RETURN(scheduler_, Scheduler::Create(sc));
   return OkStatus();

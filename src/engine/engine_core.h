@@ -32,6 +32,9 @@
 #include "runner/model_runner.h"
 #include "runner/sampler.h"
 #include "sched/scheduler.h"
+#include "spec/ngram_proposer.h"
+#include "spec/spec_policy.h"
+#include "spec/speculative_config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagellm {
@@ -107,10 +110,19 @@ class EngineCore {
   // Drops the file pages of weights the backend copied; returns the bytes (the embedding's
   // pages stay counted).
   int64_t ReleaseCopiedWeightPages();
-  // Samples the rows of `logits`, feeds detokenizer and stop checker, fills deltas.
+  // Samples the rows of `logits` (verifying drafts: engine_spec.cc), feeds detokenizer
+  // and stop checker, fills deltas. `produced[i]`: the tokens scheduled request i emits.
   void ProcessSamples(const SchedulerOutput& out, const StepLogits& logits,
-                      std::vector<int32_t>* sampled, std::vector<std::string>* stopped_ids,
+                      std::vector<std::vector<int32_t>>* produced, std::vector<std::string>* stopped_ids,
                       std::unordered_map<std::string, RequestOutput>* deltas);
+  // One emitted token through logprobs, counters, grammar and stop checks; true if the
+  // sample finished with it.
+  bool EmitToken(const std::string& id, SampleState& st, SampleResult&& result, double now,
+                 std::vector<std::string>* stopped_ids, RequestOutput* delta);
+  // Speculative decoding (engine_spec.cc): counts a verification's outcome, and
+  // proposes the next step's drafts for the running requests.
+  void RecordVerification(int32_t num_drafts, int32_t num_accepted);
+  void ProposeDrafts();
   void FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta);
   void EmitAbort(const std::string& id);
   void RecordStepStats(const SchedulerOutput& out);
@@ -142,6 +154,9 @@ class EngineCore {
   std::vector<float> sample_rows_;            // gathered rows when scoring
   StepCostModel step_cost_;                   // measured step times -> prefill cap (engine_step.cc)
   std::unique_ptr<StructuredOutputs> structured_;  // grammar cache + vocabulary for masks
+  SpeculativeConfig spec_config_;                  // --speculative-config (off by default)
+  std::unique_ptr<NgramProposer> ngram_;
+  std::unique_ptr<SpecPolicy> spec_policy_;
   // Structured outputs around the sampler (engine_step.cc).
   void FillGrammarMask(SampleState& st, SamplingRequest* req);
   // Advances the matcher; true if the grammar is now complete (the sample ends).

@@ -22,6 +22,14 @@ struct HybridStateStats {
   int64_t snapshot_evictions = 0;     // pagellm:hybrid_state_snapshot_evictions_total
 };
 
+// Speculative decoding (vLLM's vllm:spec_decode_* counters).
+struct SpecDecodeStats {
+  int64_t num_drafts = 0;           // vllm:spec_decode_num_drafts_total (requests x steps with drafts)
+  int64_t num_draft_tokens = 0;     // vllm:spec_decode_num_draft_tokens_total
+  int64_t num_accepted_tokens = 0;  // vllm:spec_decode_num_accepted_tokens_total
+  std::vector<int64_t> accepted_per_pos;  // vllm:spec_decode_num_accepted_tokens_per_pos_total{position}
+};
+
 struct EngineStats {
   int32_t num_running = 0;             // vllm:num_requests_running
   int32_t num_waiting = 0;             // vllm:num_requests_waiting
@@ -42,6 +50,8 @@ struct EngineStats {
   // decode (step_cost_model.h); 0 = no cap (only --max-num-batched-tokens).
   int32_t prefill_token_cap = 0;
   HybridStateStats hybrid;
+  bool spec_decode_enabled = false;
+  SpecDecodeStats spec;
 };
 
 }  // namespace pagellm

@@ -58,11 +58,13 @@ Status EngineCore::Step() {
   PAGELLM_ASSIGN_OR_RETURN(const StepLogits* logits, runner_->Execute(out, score_sink_ != nullptr));
   const double forward_end_s = Now();
   stats_.step_forward_s += forward_end_s - now;
-  std::vector<int32_t> sampled(out.scheduled.size(), -1);
+  std::vector<std::vector<int32_t>> produced(out.scheduled.size());
   std::vector<std::string> stopped_ids;
   std::unordered_map<std::string, RequestOutput> deltas;
-  ProcessSamples(out, *logits, &sampled, &stopped_ids, &deltas);
-  std::vector<FinishedRequest> finished = scheduler_->UpdateFromOutput(out, sampled, stopped_ids);
+  ProcessSamples(out, *logits, &produced, &stopped_ids, &deltas);
+  std::vector<FinishedRequest> finished =
+      scheduler_->UpdateFromOutput(out, std::span<const std::vector<int32_t>>(produced), stopped_ids);
+  if (spec_policy_ != nullptr) ProposeDrafts();
   for (const FinishedRequest& f : finished) {
     auto it = samples_.find(f.request_id);
     if (it == samples_.end() || it->second->finished) continue;
@@ -91,68 +93,135 @@ Status EngineCore::Step() {
   return OkStatus();
 }
 
+bool EngineCore::EmitToken(const std::string& id, SampleState& st, SampleResult&& result, double now,
+                           std::vector<std::string>* stopped_ids, RequestOutput* delta) {
+  const int32_t token = result.token;
+  delta->new_token_ids.push_back(token);
+  if (st.params.logprobs) delta->logprobs.push_back({token, result.logprob, std::move(result.top_logprobs)});
+  ++st.num_output_tokens;
+  ++stats_.generation_tokens_total;
+  if (st.times.first_token_s == 0.0) st.times.first_token_s = now;
+  st.times.last_token_s = now;
+  bool grammar_done = AdvanceGrammar(st, token);
+  StopResult r = st.stop.Update(token, st.detok.Push(token));
+  delta->text += r.text_to_emit;
+  if (grammar_done && !r.finished) {  // nothing but EOS could follow: end here
+    r.finished = true;
+    r.reason = FinishReason::kStop;
+  }
+  if (!r.finished) return false;
+  stopped_ids->push_back(id);
+  delta->stop_reason = r.stop_reason;
+  bool stopped_by_string = r.stop_reason && std::holds_alternative<std::string>(*r.stop_reason);
+  if (!stopped_by_string) delta->text += st.detok.Flush();
+  FinishSample(id, FinishReasonName(r.reason), delta);
+  return true;
+}
+
 void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& logits,
-                                std::vector<int32_t>* sampled, std::vector<std::string>* stopped_ids,
+                                std::vector<std::vector<int32_t>>* produced, std::vector<std::string>* stopped_ids,
                                 std::unordered_map<std::string, RequestOutput>* deltas) {
-  // Pick, per sampling request, the row predicting the token after its last position.
-  std::vector<SamplingRequest> requests;
-  std::vector<int32_t> sched_index;
-  std::vector<int32_t> rows;
+  // Per sampling request: its first row (the one after its last real token) and, with
+  // drafts, one row per draft behind it (ModelRunner returns them in order).
+  struct Verification {
+    int32_t sched_index = 0;
+    int32_t first_row = 0;
+    int32_t num_drafts = 0;
+    SampleState* st = nullptr;
+    const Request* req = nullptr;
+    std::vector<int32_t> outputs;        // output ids + tokens produced so far (drafts only)
+    std::vector<SampleResult> results;   // one per produced token
+    bool active = true;
+  };
+  std::vector<Verification> verifications;
+  bool any_drafts = false;
   for (int32_t r = 0; r < logits.num_rows(); ++r) {
-    const ScheduledRequest& s = out.scheduled[static_cast<size_t>(logits.scheduled_index[static_cast<size_t>(r)])];
+    const int32_t si = logits.scheduled_index[static_cast<size_t>(r)];
+    const ScheduledRequest& s = out.scheduled[static_cast<size_t>(si)];
     if (score_sink_ != nullptr) {
       const float* row = logits.row(r);
       score_sink_->insert(score_sink_->end(), row, row + logits.vocab_size);
     }
-    bool last = logits.positions[static_cast<size_t>(r)] == s.num_computed_tokens + s.num_new_tokens - 1;
-    if (!s.samples || !last) continue;
-    SampleState& st = *samples_.at(s.request_id);
-    const Request* req = scheduler_->FindRequest(s.request_id);
-    requests.push_back({&st.params, req->prompt_token_ids(), req->output_token_ids(), &st.rng});
-    FillGrammarMask(st, &requests.back());
-    sched_index.push_back(logits.scheduled_index[static_cast<size_t>(r)]);
-    rows.push_back(r);
-  }
-  if (requests.empty()) return;
-  const float* base = logits.data.data();
-  if (static_cast<int32_t>(rows.size()) != logits.num_rows()) {  // scoring: gather the sampled rows
-    sample_rows_.resize(rows.size() * static_cast<size_t>(logits.vocab_size));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      std::memcpy(sample_rows_.data() + i * logits.vocab_size, logits.row(rows[i]), logits.vocab_size * sizeof(float));
+    const int32_t first_pos = s.num_computed_tokens + s.num_new_tokens - 1 - s.num_spec_tokens;
+    if (!s.samples || logits.positions[static_cast<size_t>(r)] != first_pos) continue;
+    Verification& v = verifications.emplace_back();
+    v.sched_index = si;
+    v.first_row = r;
+    v.num_drafts = s.num_spec_tokens;
+    v.st = samples_.at(s.request_id).get();
+    v.req = scheduler_->FindRequest(s.request_id);
+    if (v.num_drafts > 0) {
+      any_drafts = true;
+      v.outputs.assign(v.req->output_token_ids().begin(), v.req->output_token_ids().end());
     }
-    base = sample_rows_.data();
   }
-  std::vector<SampleResult> results = sampler_->Sample(base, logits.vocab_size, requests);
-  double now = Now();
-  for (size_t i = 0; i < results.size(); ++i) {
-    const ScheduledRequest& s = out.scheduled[static_cast<size_t>(sched_index[i])];
-    SampleState& st = *samples_.at(s.request_id);
-    int32_t token = results[i].token;
-    (*sampled)[static_cast<size_t>(sched_index[i])] = token;
+  if (verifications.empty()) return;
+  // Round i samples row first_row + i of every request still verifying: the ordinary
+  // sampler on the target's logits, with the request's penalties seeing the tokens
+  // accepted so far and its random stream advanced once per emitted token. A draft
+  // stays iff the sampled token equals it: for a deterministic (n-gram) proposal that is
+  // exact rejection sampling (spec/rejection_sampler.h), and greedy output cannot change.
+  std::vector<SamplingRequest> requests;
+  std::vector<Verification*> in_round;
+  for (int32_t round = 0;; ++round) {
+    requests.clear();
+    in_round.clear();
+    for (Verification& v : verifications) {
+      if (!v.active || round > v.num_drafts) continue;
+      in_round.push_back(&v);
+      std::span<const int32_t> outputs = v.num_drafts > 0 ? std::span<const int32_t>(v.outputs) : v.req->output_token_ids();
+      requests.push_back({&v.st->params, v.req->prompt_token_ids(), outputs, &v.st->rng});
+      FillGrammarMask(*v.st, &requests.back());
+    }
+    if (requests.empty()) break;
+    const float* base = logits.data.data();
+    const bool contiguous = !any_drafts && score_sink_ == nullptr &&
+                            static_cast<int32_t>(requests.size()) == logits.num_rows();
+    if (!contiguous) {  // gather this round's rows
+      sample_rows_.resize(requests.size() * static_cast<size_t>(logits.vocab_size));
+      for (size_t i = 0; i < in_round.size(); ++i) {
+        std::memcpy(sample_rows_.data() + i * logits.vocab_size, logits.row(in_round[i]->first_row + round),
+                    logits.vocab_size * sizeof(float));
+      }
+      base = sample_rows_.data();
+    }
+    std::vector<SampleResult> results = sampler_->Sample(base, logits.vocab_size, requests);
+    for (size_t i = 0; i < in_round.size(); ++i) {
+      Verification& v = *in_round[i];
+      const ScheduledRequest& s = out.scheduled[static_cast<size_t>(v.sched_index)];
+      const int32_t token = results[i].token;
+      v.results.push_back(std::move(results[i]));
+      const size_t draft_at = s.new_token_ids.size() - static_cast<size_t>(s.num_spec_tokens) + static_cast<size_t>(round);
+      const bool accepted = round < v.num_drafts && s.new_token_ids[draft_at] == token;
+      if (v.num_drafts > 0) v.outputs.push_back(token);
+      v.active = accepted;
+    }
+  }
+  const double now = Now();
+  int32_t num_drafts = 0, num_accepted = 0;
+  for (Verification& v : verifications) {
+    const ScheduledRequest& s = out.scheduled[static_cast<size_t>(v.sched_index)];
+    if (v.num_drafts > 0) {
+      const int32_t accepted = static_cast<int32_t>(v.results.size()) - 1;
+      ++num_drafts;
+      num_accepted += accepted;
+      stats_.spec.num_draft_tokens += v.num_drafts;
+      stats_.spec.num_accepted_tokens += accepted;
+      if (stats_.spec.accepted_per_pos.size() < static_cast<size_t>(v.num_drafts)) {
+        stats_.spec.accepted_per_pos.resize(static_cast<size_t>(v.num_drafts), 0);
+      }
+      for (int32_t p = 0; p < accepted; ++p) ++stats_.spec.accepted_per_pos[static_cast<size_t>(p)];
+    }
     RequestOutput& delta = (*deltas)[s.request_id];
-    delta.new_token_ids.push_back(token);
-    if (st.params.logprobs) {
-      delta.logprobs.push_back({token, results[i].logprob, std::move(results[i].top_logprobs)});
-    }
-    ++st.num_output_tokens;
-    ++stats_.generation_tokens_total;
-    if (st.times.first_token_s == 0.0) st.times.first_token_s = now;
-    st.times.last_token_s = now;
-    bool grammar_done = AdvanceGrammar(st, token);
-    StopResult r = st.stop.Update(token, st.detok.Push(token));
-    delta.text += r.text_to_emit;
-    if (grammar_done && !r.finished) {  // nothing but EOS could follow: end here
-      r.finished = true;
-      r.reason = FinishReason::kStop;
-    }
-    if (r.finished) {
-      stopped_ids->push_back(s.request_id);
-      delta.stop_reason = r.stop_reason;
-      bool stopped_by_string = r.stop_reason && std::holds_alternative<std::string>(*r.stop_reason);
-      if (!stopped_by_string) delta.text += st.detok.Flush();
-      FinishSample(s.request_id, FinishReasonName(r.reason), &delta);
+    std::vector<int32_t>& tokens = (*produced)[static_cast<size_t>(v.sched_index)];
+    for (SampleResult& result : v.results) {
+      tokens.push_back(result.token);
+      // A stop (EOS, stop string, grammar end) ends the sample there: later accepted
+      // drafts are dropped, as the tokens after a stop would never have been sampled.
+      if (EmitToken(s.request_id, *v.st, std::move(result), now, stopped_ids, &delta)) break;
     }
   }
+  if (num_drafts > 0) RecordVerification(num_drafts, num_accepted);
 }
 
 void EngineCore::FillGrammarMask(SampleState& st, SamplingRequest* req) {

@@ -66,6 +66,10 @@ std::string MemoryPlan::Summary() const {
                         state_snapshot_interval_blocks, state_snapshots_auto ? ", sized from memory" : "",
                         num_state_snapshots * state_bytes_per_slot / kGiB);
   }
+  if (num_spec_checkpoints > 0) {
+    line += fmt::format(" + {} speculative-decoding checkpoints = {:.3f} GiB", num_spec_checkpoints,
+                        num_spec_checkpoints * state_bytes_per_slot / kGiB);
+  }
   // The weights' footprint next to the tensors the loader handed over (the file's bytes
   // when they were mapped in place), so an in-place quantized file shows it has no float copy.
   if (loaded_weight_bytes > 0) {
@@ -107,17 +111,20 @@ StatusOr<int64_t> CacheBudget(const MemoryPlanInputs& in, std::string* source) {
 StatusOr<int64_t> PlanHybridState(const MemoryPlanInputs& in, int64_t budget, int64_t min_kv_bytes,
                                   const std::string& source, MemoryPlan* plan) {
   const int64_t s = in.state_bytes_per_slot;
-  if (budget < s + min_kv_bytes) {
+  // A slot with a verification checkpoint costs two states.
+  const int64_t slot_cost = s * (in.spec_checkpoints ? 2 : 1);
+  if (budget < slot_cost + min_kv_bytes) {
     return ResourceExhaustedError(fmt::format(
         "not even one sequence fits: one request of max_model_len {} tokens needs a hybrid state slot of {:.2f} MiB "
         "+ {:.3f} GiB of KV blocks = {:.3f} GiB, but the cache budget is {:.3f} GiB (from {}). Raise "
         "--kv-cache-memory (or --gpu-memory-utilization), or lower --max-model-len.",
-        in.max_model_len, s / kMiB, min_kv_bytes / kGiB, (s + min_kv_bytes) / kGiB,
+        in.max_model_len, slot_cost / kMiB, min_kv_bytes / kGiB, (slot_cost + min_kv_bytes) / kGiB,
         std::max<int64_t>(budget, 0) / kGiB, source));
   }
-  const int64_t fit = (budget - min_kv_bytes) / s;
+  const int64_t fit = (budget - min_kv_bytes) / slot_cost;
   plan->num_state_slots = static_cast<int32_t>(std::min<int64_t>(in.max_num_seqs, fit));
-  int64_t left = budget - plan->num_state_slots * s;
+  plan->num_spec_checkpoints = in.spec_checkpoints ? plan->num_state_slots : 0;
+  int64_t left = budget - plan->num_state_slots * slot_cost;
   if (!in.plan_state_snapshots) return left;
   const int64_t snapshot_fit = (left - min_kv_bytes) / s;
   if (in.num_state_snapshots > 0) {

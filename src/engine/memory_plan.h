@@ -51,6 +51,9 @@ struct MemoryPlanInputs {
   bool plan_state_snapshots = false;
   int32_t num_state_snapshots = 0;
   int32_t state_snapshot_interval_blocks = 0;
+  // Speculative decoding on a hybrid model: every state slot gets a checkpoint entry
+  // (the state before a verification, restored when a draft is rejected).
+  bool spec_checkpoints = false;
   std::string weight_formats;  // per tensor group (WeightFormatSummary); logged with the plan
 };
 
@@ -73,11 +76,14 @@ struct MemoryPlan {
   int32_t num_state_snapshots = 0;
   bool state_snapshots_auto = false;  // sized from the budget, not --hybrid-state-snapshots
   int32_t state_snapshot_interval_blocks = 0;
+  int32_t num_spec_checkpoints = 0;  // == num_state_slots with speculative decoding, else 0
   std::string weight_formats;
   int64_t loaded_weight_bytes = 0;  // MemoryPlanInputs::weight_bytes (before copies replaced pages)
 
   // Slots and snapshots together: what is taken from the budget before KV blocks.
-  int64_t state_cache_bytes() const { return state_bytes_per_slot * (num_state_slots + num_state_snapshots); }
+  int64_t state_cache_bytes() const {
+    return state_bytes_per_slot * (num_state_slots + num_state_snapshots + num_spec_checkpoints);
+  }
   int64_t num_kv_tokens() const { return static_cast<int64_t>(num_blocks) * block_size; }
   // How many max_model_len requests fit at once (vLLM's "Maximum concurrency"); for
   // hybrid models also at most one per state slot.

@@ -61,7 +61,9 @@ int32_t KvCacheManager::NumBlocksToAllocate(const KvSequence& seq, int32_t num_n
   PAGELLM_CHECK(is_new || new_computed.block_ids.empty());
   PAGELLM_CHECK(num_new_tokens >= 0);
   const int32_t num_computed = seq.num_computed_tokens + new_computed.num_computed_tokens;
-  PAGELLM_CHECK(num_computed + num_new_tokens <= static_cast<int32_t>(seq.token_ids.size()));
+  // Slots may reach past the known tokens: speculative draft tokens are not part of the
+  // sequence until they are accepted.
+  PAGELLM_CHECK(num_computed <= static_cast<int32_t>(seq.token_ids.size()));
   const int32_t num_held = is_new ? 0 : static_cast<int32_t>(it->second.block_ids.size());
   const int32_t num_hit = static_cast<int32_t>(new_computed.block_ids.size());
   const int32_t num_required = (num_computed + num_new_tokens + block_size_ - 1) / block_size_;
@@ -103,8 +105,11 @@ std::optional<std::vector<int32_t>> KvCacheManager::AllocateSlots(
   state.block_ids.insert(state.block_ids.end(), new_block_ids.begin(), new_block_ids.end());
   if (pool_.enable_caching()) {
     // Blocks that will be full after this step are "pending" until committed.
+    // Only blocks whose tokens are all known: slots reserved for draft tokens (speculative
+    // decoding) are hashed at commit, from the tokens that were accepted.
     const size_t num_old_hashes = state.block_hashes.size();
-    AppendBlockHashes(seq.token_ids, block_size_, (num_computed + num_new_tokens) / block_size_,
+    const int32_t num_full = std::min(num_computed + num_new_tokens, num_tokens) / block_size_;
+    AppendBlockHashes(seq.token_ids, block_size_, std::max(num_full, static_cast<int32_t>(num_old_hashes)),
                       seq.extra_key, &state.block_hashes);
     AddPending(std::span(state.block_hashes).subspan(num_old_hashes));
   }
@@ -117,12 +122,35 @@ void KvCacheManager::CommitComputedBlocks(const KvSequence& seq) {
   RequestBlocks& state = it->second;
   if (!pool_.enable_caching()) return;
   const int32_t num_full_blocks = seq.num_computed_tokens / block_size_;
-  PAGELLM_CHECK(num_full_blocks <= static_cast<int32_t>(state.block_hashes.size()));
+  PAGELLM_CHECK(num_full_blocks <= static_cast<int32_t>(state.block_ids.size()));
+  const int32_t num_pending_end = static_cast<int32_t>(state.block_hashes.size());
+  if (num_full_blocks > num_pending_end) {
+    // Filled by accepted draft tokens: hashed now, from what the blocks really hold
+    // (never pending: they were not known when their slots were reserved).
+    AppendBlockHashes(seq.token_ids, block_size_, num_full_blocks, seq.extra_key, &state.block_hashes);
+  }
   for (int32_t block_idx = state.num_committed_blocks; block_idx < num_full_blocks; ++block_idx) {
     pool_.CacheBlock(state.block_ids[block_idx], state.block_hashes[block_idx]);
-    RemovePending(state.block_hashes[block_idx]);
+    if (block_idx < num_pending_end) RemovePending(state.block_hashes[block_idx]);
   }
   state.num_committed_blocks = std::max(state.num_committed_blocks, num_full_blocks);
+}
+
+int32_t KvCacheManager::TrimBlocks(std::string_view request_id, int32_t num_tokens) {
+  const auto it = requests_.find(request_id);
+  if (it == requests_.end()) return 0;
+  RequestBlocks& state = it->second;
+  const size_t keep = static_cast<size_t>(std::max<int32_t>((num_tokens + block_size_ - 1) / block_size_,
+                                                            state.num_committed_blocks));
+  if (state.block_ids.size() <= keep) return 0;
+  for (size_t i = std::max(keep, static_cast<size_t>(state.num_committed_blocks)); i < state.block_hashes.size(); ++i) {
+    RemovePending(state.block_hashes[i]);
+  }
+  if (state.block_hashes.size() > keep) state.block_hashes.resize(keep);
+  std::vector<int32_t> tail(state.block_ids.rbegin(), state.block_ids.rend() - static_cast<std::ptrdiff_t>(keep));
+  pool_.FreeBlocks(tail);
+  state.block_ids.resize(keep);
+  return static_cast<int32_t>(tail.size());
 }
 
 void KvCacheManager::Free(std::string_view request_id) {

@@ -87,7 +87,8 @@ class KvCacheManager {
   bool IsPrefixPending(const KvSequence& seq, const ComputedBlocks& hits) const;
 
   // Reserves slots so that tokens [0, num_computed + hits + num_new_tokens) have
-  // blocks, taking refs on `new_computed` hits (only for a request without blocks).
+  // blocks (which may reach past seq.token_ids: draft tokens; only blocks of known
+  // tokens are hashed), taking refs on `new_computed` hits (only for a request without blocks).
   // Returns the newly allocated block ids (may be empty), or nullopt, changing nothing,
   // if the free queue (evictable cached blocks included) cannot supply them.
   std::optional<std::vector<int32_t>> AllocateSlots(const KvSequence& seq,
@@ -100,6 +101,10 @@ class KvCacheManager {
   // Publishes the request's full blocks within [0, seq.num_computed_tokens) to the
   // prefix cache. Call after each step that computed tokens for it.
   void CommitComputedBlocks(const KvSequence& seq);
+  // Speculative decoding: releases the request's tail blocks that no position in
+  // [0, num_tokens) uses (slots reserved for drafts that were rejected), never a
+  // committed block. Returns the number of blocks freed.
+  int32_t TrimBlocks(std::string_view request_id, int32_t num_tokens);
   // Releases the request's blocks, tail of the chain first; cached ones stay findable
   // until evicted. No-op for an unknown id.
   void Free(std::string_view request_id);

@@ -35,7 +35,8 @@ void ModelRunner::BuildInput(const SchedulerOutput& out, bool all_positions) {
       token_ids_.push_back(s.new_token_ids[static_cast<size_t>(j)]);
       positions_.push_back(pos);
       slot_mapping_.push_back(static_cast<int64_t>(block) * block_size_ + pos % block_size_);
-      bool wanted = all_positions || (s.samples && j == s.num_new_tokens - 1);
+      // The last real token's row, and one per draft behind it (speculative decoding).
+      bool wanted = all_positions || (s.samples && j >= s.num_new_tokens - 1 - s.num_spec_tokens);
       if (wanted) {
         logits_indices_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
         logits_.scheduled_index.push_back(static_cast<int32_t>(i));
@@ -70,6 +71,7 @@ StatusOr<const StepLogits*> ModelRunner::Execute(const SchedulerOutput& out, boo
     // Restores before, saves after the forward pass (the order state_snapshot_cache.h relies on).
     for (const ScheduledRequest& s : out.scheduled) {
       if (s.restore_snapshot >= 0) model_.RestoreStateSnapshot(s.restore_snapshot, s.state_slot);
+      if (s.checkpoint_snapshot >= 0) model_.SaveStateSnapshot(s.state_slot, s.checkpoint_snapshot);
     }
     PAGELLM_RETURN_IF_ERROR(model_.Forward(input, kv_cache_, logits_.data.data()));
     for (const ScheduledRequest& s : out.scheduled) {

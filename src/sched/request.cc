@@ -57,6 +57,8 @@ void Request::MarkPreempted() {
   status_ = RequestStatus::kPreempted;
   num_computed_tokens_ = 0;
   ++num_preemptions_;
+  spec_token_ids_.clear();       // proposed for a state that is gone
+  restore_checkpoint_ = false;   // the slot is released; recompute starts afresh
 }
 
 std::optional<RequestStatus> CheckTokenStop(const Request& request, int32_t max_model_len) {

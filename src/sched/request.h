@@ -83,6 +83,15 @@ class Request {
   void set_num_cached_tokens(int32_t num_cached_tokens) { num_cached_tokens_ = num_cached_tokens; }
   void set_state_slot(int32_t state_slot) { state_slot_ = state_slot; }
   void AppendOutputToken(int32_t token_id);
+  // Speculative decoding: draft tokens proposed to follow num_tokens() (not part of the
+  // sequence until verified). The engine sets them between steps; Schedule() sends
+  // what fits and UpdateFromOutput() clears them.
+  std::span<const int32_t> spec_token_ids() const { return spec_token_ids_; }
+  void set_spec_token_ids(std::vector<int32_t> ids) { spec_token_ids_ = std::move(ids); }
+  // Hybrid models: the last verification rejected a draft, so the state slot holds
+  // tokens that are not in the sequence; the next step restores the slot's checkpoint.
+  bool restore_checkpoint() const { return restore_checkpoint_; }
+  void set_restore_checkpoint(bool restore) { restore_checkpoint_ = restore; }
   // Recompute preemption: KV is gone, output tokens are kept so the request resumes by
   // recomputing prompt + output.
   void MarkPreempted();
@@ -100,6 +109,8 @@ class Request {
   int32_t num_cached_tokens_ = -1;
   int32_t num_preemptions_ = 0;
   int32_t state_slot_ = -1;
+  std::vector<int32_t> spec_token_ids_;
+  bool restore_checkpoint_ = false;
 };
 
 // Token-level stop rules the scheduler applies after each sampled token (vLLM's

@@ -196,10 +196,24 @@ void Scheduler::ScheduleRunning(TokenBudget* budget, SchedulerOutput* out,
     int32_t num_new = budget->Choose(num_uncomputed);
     if (num_new == 0) continue;
     num_new = CutAtSnapshotBoundary(req->num_computed_tokens(), num_new);
-    if (!capacity_.ReserveOrPreempt(*req, num_new, &running_, preempted)) break;
+    int32_t num_spec = num_new == num_uncomputed ? NumSpecTokensFor(*req, num_new, budget->num_tokens_left()) : 0;
+    // Drafts only take free blocks: nobody is preempted to make room for a guess.
+    if (num_spec > 0 && kv_->NumBlocksToTake(req->kv_sequence(), num_new + num_spec, {}) >
+                            kv_->NumBlocksToTake(req->kv_sequence(), num_new, {}) &&
+        kv_->NumBlocksToTake(req->kv_sequence(), num_new + num_spec, {}) > kv_->num_free_blocks()) {
+      num_spec = 0;
+    }
+    if (!capacity_.ReserveOrPreempt(*req, num_new + num_spec, &running_, preempted)) break;
     budget->Charge(num_new, num_uncomputed);
-    AddScheduled(*req, num_new, /*is_new=*/false, out);
-    PlanSnapshotSave(*req, &out->scheduled.back());
+    budget->ChargeDrafts(num_spec);
+    AddScheduled(*req, num_new, /*is_new=*/false, out, num_spec);
+    ScheduledRequest& s = out->scheduled.back();
+    if (req->restore_checkpoint()) {
+      s.restore_snapshot = config_.spec_checkpoint_base + req->state_slot();
+      req->set_restore_checkpoint(false);
+    }
+    if (num_spec > 0 && req->state_slot() >= 0) s.checkpoint_snapshot = config_.spec_checkpoint_base + req->state_slot();
+    PlanSnapshotSave(*req, &s);
   }
 }
 
@@ -243,13 +257,16 @@ bool Scheduler::HoldAllows(const Request& req, int32_t num_uncomputed_tokens, co
 }
 
 void Scheduler::AddScheduled(const Request& req, int32_t num_new_tokens, bool is_new,
-                             SchedulerOutput* out) const {
+                             SchedulerOutput* out, int32_t num_spec_tokens) const {
   ScheduledRequest& s = out->scheduled.emplace_back();
   s.request_id = req.request_id();
-  s.num_new_tokens = num_new_tokens;
+  s.num_new_tokens = num_new_tokens + num_spec_tokens;
   s.num_computed_tokens = req.num_computed_tokens();
   const auto tokens = req.all_token_ids().subspan(s.num_computed_tokens, num_new_tokens);
   s.new_token_ids.assign(tokens.begin(), tokens.end());
+  const auto drafts = req.spec_token_ids().first(static_cast<size_t>(num_spec_tokens));
+  s.new_token_ids.insert(s.new_token_ids.end(), drafts.begin(), drafts.end());
+  s.num_spec_tokens = num_spec_tokens;
   const std::span<const int32_t> block_ids = kv_->GetBlockIds(req.request_id());
   s.block_ids.assign(block_ids.begin(), block_ids.end());
   s.samples = s.num_computed_tokens + num_new_tokens == req.num_tokens();
@@ -261,6 +278,44 @@ std::vector<FinishedRequest> Scheduler::UpdateFromOutput(
     const SchedulerOutput& out, std::span<const int32_t> sampled_token_ids,
     std::span<const std::string> stopped_ids) {
   PAGELLM_CHECK(sampled_token_ids.size() == out.scheduled.size());
+  std::vector<std::vector<int32_t>> outputs(out.scheduled.size());
+  for (size_t i = 0; i < out.scheduled.size(); ++i) {
+    if (out.scheduled[i].samples) outputs[i].push_back(sampled_token_ids[i]);
+  }
+  return UpdateFromOutput(out, std::span<const std::vector<int32_t>>(outputs), stopped_ids);
+}
+
+void Scheduler::SetSpecTokens(const std::string& request_id, std::vector<int32_t> draft_token_ids) {
+  const auto it = requests_.find(request_id);
+  if (it == requests_.end() || it->second->status() != RequestStatus::kRunning) return;
+  it->second->set_spec_token_ids(std::move(draft_token_ids));
+}
+
+int32_t Scheduler::NumSpecTokensFor(const Request& req, int32_t num_new, int32_t num_tokens_left) const {
+  int32_t k = std::min(static_cast<int32_t>(req.spec_token_ids().size()), num_tokens_left - num_new);
+  // After verification the sequence holds at most num_tokens + k + 1 tokens.
+  k = std::min(k, config_.max_model_len - req.num_tokens() - 1);
+  const auto& max_tokens = req.sampling_params().max_tokens;
+  if (max_tokens.has_value()) k = std::min(k, *max_tokens - req.num_output_tokens() - 1);
+  if (req.state_slot() >= 0) {
+    if (config_.spec_checkpoint_base < 0) return 0;
+    if (snapshots_enabled()) {
+      // A snapshot must never hold draft tokens: the step that reaches a boundary
+      // carries none, and drafts stop short of the next one.
+      const int32_t interval_tokens = config_.state_snapshot_interval_blocks * kv_->block_size();
+      const int32_t end = req.num_computed_tokens() + num_new;
+      if (end % interval_tokens == 0) return 0;
+      const int32_t next_boundary = (end / interval_tokens + 1) * interval_tokens;
+      k = std::min(k, next_boundary - end - 1);
+    }
+  }
+  return std::max(k, 0);
+}
+
+std::vector<FinishedRequest> Scheduler::UpdateFromOutput(
+    const SchedulerOutput& out, std::span<const std::vector<int32_t>> output_token_ids,
+    std::span<const std::string> stopped_ids) {
+  PAGELLM_CHECK(output_token_ids.size() == out.scheduled.size());
   snapshots_.CommitPending();  // the runner has saved this step's snapshots
   std::vector<FinishedRequest> finished;
   for (size_t i = 0; i < out.scheduled.size(); ++i) {
@@ -270,13 +325,32 @@ std::vector<FinishedRequest> Scheduler::UpdateFromOutput(
     Request* req = it->second.get();
     PAGELLM_CHECK(req->status() == RequestStatus::kRunning &&
                   req->num_computed_tokens() == s.num_computed_tokens);
-    req->set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
-    kv_->CommitComputedBlocks(req->kv_sequence());
-    if (!s.samples) continue;
-    req->AppendOutputToken(sampled_token_ids[i]);
-    if (const auto stop = CheckTokenStop(*req, config_.max_model_len)) {
-      Finish(req, *stop, &finished);
+    req->set_spec_token_ids({});  // consumed (or stale): the engine proposes afresh
+    const std::span<const int32_t> tokens = output_token_ids[i];
+    if (!s.samples) {
+      req->set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
+      kv_->CommitComputedBlocks(req->kv_sequence());
+      continue;
     }
+    PAGELLM_CHECK(!tokens.empty() && static_cast<int32_t>(tokens.size()) <= s.num_spec_tokens + 1);
+    const int32_t num_accepted = static_cast<int32_t>(tokens.size()) - 1;
+    const int32_t num_real = s.num_new_tokens - s.num_spec_tokens;
+    int32_t computed = s.num_computed_tokens + num_real + num_accepted;
+    if (req->state_slot() >= 0 && num_accepted < s.num_spec_tokens) {
+      // The GDN state absorbed rejected drafts: redo this step's accepted part from the
+      // checkpoint taken before it (attention KV of those positions is rewritten alike).
+      computed = s.num_computed_tokens;
+      req->set_restore_checkpoint(true);
+    }
+    std::optional<RequestStatus> stop;
+    for (const int32_t token : tokens) {
+      req->AppendOutputToken(token);
+      if ((stop = CheckTokenStop(*req, config_.max_model_len))) break;
+    }
+    req->set_num_computed_tokens(std::min(computed, req->num_tokens()));
+    kv_->CommitComputedBlocks(req->kv_sequence());
+    if (s.num_spec_tokens > 0) kv_->TrimBlocks(req->request_id(), req->num_tokens());
+    if (stop) Finish(req, *stop, &finished);
   }
   for (const std::string& id : stopped_ids) {
     const auto it = requests_.find(id);

@@ -68,6 +68,10 @@ struct SchedulerConfig {
   // (priority, arrival), so the most urgent request is admitted first and the least
   // urgent one is preempted first; false: fcfs.
   bool priority_policy = false;
+  // Speculative decoding on a hybrid model: snapshot entries [base, base + num_state_slots)
+  // are per-slot checkpoints taken before each verification; < 0: none, and hybrid
+  // requests get no drafts (their GDN state could not be rolled back).
+  int32_t spec_checkpoint_base = -1;
 };
 
 struct FinishedRequest {
@@ -124,6 +128,22 @@ class Scheduler {
   std::vector<FinishedRequest> UpdateFromOutput(const SchedulerOutput& out,
                                                 std::span<const int32_t> sampled_token_ids,
                                                 std::span<const std::string> stopped_ids = {});
+  // Speculative decoding: `output_token_ids[i]` are the tokens scheduled request i
+  // produced: its accepted drafts (a prefix of its drafts) then one sampled token;
+  // empty for a chunk that does not sample. Computed tokens advance over the accepted
+  // drafts only (a hybrid model's rejected verification is redone from its checkpoint),
+  // the token stops apply after each token, and slots reserved for rejected drafts are
+  // released.
+  std::vector<FinishedRequest> UpdateFromOutput(const SchedulerOutput& out,
+                                                std::span<const std::vector<int32_t>> output_token_ids,
+                                                std::span<const std::string> stopped_ids = {});
+  // Drafts for a running request's next step (Request::spec_token_ids); ignored for
+  // requests that are not running.
+  void SetSpecTokens(const std::string& request_id, std::vector<int32_t> draft_token_ids);
+  // Drafts the next step could carry for `req` after `num_new` real tokens, with
+  // `num_tokens_left` in the step's budget: bounded by max_model_len, max_tokens and
+  // (hybrid) the checkpoint and snapshot rules.
+  int32_t NumSpecTokensFor(const Request& req, int32_t num_new, int32_t num_tokens_left) const;
 
   // Prefill tokens per step while decodes are running (0: no cap), replacing
   // config.batch.max_prefill_tokens_per_step from the next Schedule() on. The engine
@@ -164,7 +184,7 @@ class Scheduler {
   // whole uncomputed part stays under the ceiling (or nothing runs).
   bool HoldAllows(const Request& req, int32_t num_uncomputed_tokens, const ComputedBlocks& hits) const;
   void AddScheduled(const Request& req, int32_t num_new_tokens, bool is_new,
-                    SchedulerOutput* out) const;
+                    SchedulerOutput* out, int32_t num_spec_tokens = 0) const;
   void Finish(Request* req, RequestStatus status, std::vector<FinishedRequest>* finished);
   // Hybrid prefix caching: keep only the hits up to the deepest snapshotted boundary
   // block and return that snapshot's id (-1 and no hits if there is none).

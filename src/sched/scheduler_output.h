@@ -45,6 +45,13 @@ struct ScheduledRequest {
   // at a snapshot boundary). -1: nothing to do.
   int32_t restore_snapshot = -1;
   int32_t save_snapshot = -1;
+  // Speculative decoding: the last num_spec_tokens of new_token_ids are drafts (unknown
+  // to the sequence until verified); the runner returns logits for them and for the
+  // real token before them (num_spec_tokens + 1 rows). Hybrid models: copy the slot into
+  // snapshot `checkpoint_snapshot` after any restore and before the forward pass, so a
+  // rejected draft can be undone (Request::restore_checkpoint).
+  int32_t num_spec_tokens = 0;
+  int32_t checkpoint_snapshot = -1;
 };
 
 struct SchedulerOutput {

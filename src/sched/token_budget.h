@@ -46,6 +46,9 @@ class TokenBudget {
   int32_t Choose(int32_t num_uncomputed_tokens) const;
   // Records that `num_new_tokens` of such a request were scheduled.
   void Charge(int32_t num_new_tokens, int32_t num_uncomputed_tokens);
+  // Speculative draft tokens scheduled behind a request's real ones: they take step
+  // budget but are decode work, not prefill (no prefill cap).
+  void ChargeDrafts(int32_t num_draft_tokens) { num_tokens_left_ -= num_draft_tokens; }
 
   int32_t num_tokens_left() const { return num_tokens_left_; }
   int32_t num_prefill_tokens_left() const { return num_prefill_tokens_left_; }

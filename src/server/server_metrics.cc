@@ -129,6 +129,30 @@ void ServerMetrics::SyncEngine(const EngineStats& s, bool idle) {
   }
   if (new_steps > 0) last_num_steps_ = s.num_steps;
   if (s.hybrid.num_state_slots > 0) SyncHybrid(s.hybrid, idle);
+  if (s.spec_decode_enabled) SyncSpecDecode(s.spec);
+}
+
+void ServerMetrics::SyncSpecDecode(const SpecDecodeStats& st) {
+  if (spec_ == nullptr) {
+    const Labels& m = model_labels_;
+    auto& r = registry_;
+    spec_ = std::make_unique<SpecDecodeMetrics>();
+    spec_->drafts = r.AddCounter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", m);
+    spec_->draft_tokens = r.AddCounter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", m);
+    spec_->accepted_tokens = r.AddCounter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", m);
+  }
+  while (spec_->accepted_per_pos.size() < st.accepted_per_pos.size()) {
+    Labels l = model_labels_;
+    l.emplace_back("position", std::to_string(spec_->accepted_per_pos.size()));
+    spec_->accepted_per_pos.push_back(registry_.AddCounter("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                                                           "Accepted tokens per draft position.", l));
+  }
+  spec_->drafts->SetCumulative(static_cast<double>(st.num_drafts));
+  spec_->draft_tokens->SetCumulative(static_cast<double>(st.num_draft_tokens));
+  spec_->accepted_tokens->SetCumulative(static_cast<double>(st.num_accepted_tokens));
+  for (size_t i = 0; i < st.accepted_per_pos.size(); ++i) {
+    spec_->accepted_per_pos[i]->SetCumulative(static_cast<double>(st.accepted_per_pos[i]));
+  }
 }
 
 void ServerMetrics::SyncHybrid(const HybridStateStats& h, bool idle) {

@@ -47,6 +47,8 @@ class ServerMetrics {
   void SyncEngine(const EngineStats& stats, bool idle);
   // Registers (once) and sets the pagellm:hybrid_* series. Caller holds mu_.
   void SyncHybrid(const HybridStateStats& stats, bool idle);
+  // Registers (once) and sets vLLM's vllm:spec_decode_* counters. Caller holds mu_.
+  void SyncSpecDecode(const SpecDecodeStats& stats);
 
   struct HybridMetrics {
     metrics::Gauge *slots_used, *slots_capacity, *snapshots_used, *snapshots_capacity;
@@ -61,6 +63,13 @@ class ServerMetrics {
   metrics::Counter *success_stop_, *success_length_, *success_abort_, *success_error_, *aborted_;
   metrics::Histogram *ttft_, *itl_, *e2e_, *queue_, *prefill_, *decode_, *inference_, *iteration_tokens_;
   std::mutex mu_;  // guards the sampling state below
+  struct SpecDecodeMetrics {
+    metrics::Counter* drafts = nullptr;
+    metrics::Counter* draft_tokens = nullptr;
+    metrics::Counter* accepted_tokens = nullptr;
+    std::vector<metrics::Counter*> accepted_per_pos;
+  };
+  std::unique_ptr<SpecDecodeMetrics> spec_;  // null unless --speculative-config is set
   std::unique_ptr<HybridMetrics> hybrid_;  // null until a hybrid model's stats are seen
   int64_t last_num_steps_ = 0;
   // LogLine's previous snapshot.

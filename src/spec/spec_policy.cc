@@ -12,7 +12,8 @@ int32_t SpecPolicy::DraftsPerRequest(int32_t num_running, double fixed_s, double
     return on ? k : 0;
   };
   if (num_running <= 0 || k <= 0) return decide(false);
-  if (config_.disable_by_batch_size > 0 && num_running > config_.disable_by_batch_size) return decide(false);
+  // The user's bound replaces the cost model (vLLM's semantics: on up to that size).
+  if (config_.disable_by_batch_size > 0) return decide(num_running <= config_.disable_by_batch_size);
   if (per_token_s <= 0.0) return decide(true);
   auto cost = [&](double tokens) { return std::max(fixed_s, 0.0) + per_token_s * tokens; };
   const double b = num_running;

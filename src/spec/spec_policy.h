@@ -14,7 +14,8 @@
 // Drafts go out iff (1 + a) * T(B) > T(B * (1 + k)) * 1.05 (5 % margin for the
 // proposing and verification work T does not see). When the rule says no only because
 // acceptance was low, one probing step in 32 measures again, so a request whose text
-// starts repeating is noticed. A user's disable_by_batch_size bounds B on top.
+// starts repeating is noticed. A user's disable_by_batch_size replaces the rule: drafts
+// while at most that many requests run (vLLM's meaning of the key).
 #pragma once
 
 #include <cstdint>

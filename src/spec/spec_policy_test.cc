@@ -31,6 +31,9 @@ TEST(SpecPolicyTest, UserBoundAndNoMeasurements) {
   EXPECT_EQ(policy.DraftsPerRequest(3, 0.0, 0.0), 2);  // no slope yet: optimistic
   EXPECT_EQ(policy.DraftsPerRequest(4, 0.0, 0.0), 0);
   EXPECT_EQ(policy.DraftsPerRequest(0, kFixed, kPerToken), 0);
+  // The user's bound wins over the cost model, which would say no at 3 x 2 ms per token.
+  for (int i = 0; i < 50; ++i) policy.Observe(1, 0);
+  EXPECT_EQ(policy.DraftsPerRequest(3, 0.001, 0.010), 2);
 }
 
 }  // namespace

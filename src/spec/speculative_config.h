@@ -6,9 +6,9 @@
 // Methods: "ngram" (prompt lookup, built); "mtp" and a draft "model" are parsed so that
 // their errors name what is missing, and refused until they are built (never ignored).
 // N-gram defaults follow vLLM: prompt_lookup_min/max both 5 when both are omitted; if
-// one is given the other mirrors it. disable_by_batch_size (vLLM's key): no drafts while
-// more requests than this are running; 0 leaves the decision to the engine's cost model
-// (spec_policy.h).
+// one is given the other mirrors it. disable_by_batch_size (vLLM's key): drafts while at
+// most this many requests run, none above; 0 (default) leaves the decision to the
+// engine's measured step cost (spec_policy.h).
 #pragma once
 
 #include <cstdint>

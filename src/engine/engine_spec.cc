@@ -1,0 +1,34 @@
+// EngineCore's speculative decoding around the step: drafts proposed after a step for
+// the next one (vLLM v1: the scheduler sends what fits; engine_step.cc verifies them
+// against the target's logits), and the counters behind vllm:spec_decode_*.
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "engine/engine_core.h"
+#include "engine/sample_state.h"
+
+namespace pagellm {
+
+void EngineCore::RecordVerification(int32_t num_drafts, int32_t num_accepted) {
+  stats_.spec.num_drafts += num_drafts;
+  spec_policy_->Observe(num_drafts, num_accepted);
+}
+
+void EngineCore::ProposeDrafts() {
+  const int32_t k = spec_policy_->DraftsPerRequest(scheduler_->num_running(), step_cost_.fixed_s(),
+                                                   step_cost_.per_token_s());
+  if (k == 0) return;
+  for (const Request* req : scheduler_->running()) {
+    // Drafts follow sampled tokens only: a request still in its prompt has none yet.
+    if (req->num_output_tokens() == 0) continue;
+    auto it = samples_.find(req->request_id());
+    if (it == samples_.end() || it->second->finished) continue;
+    // Structured outputs: drafts would need the grammar advanced through them and
+    // rolled back (not built); such requests decode one token per step.
+    if (it->second->matcher != nullptr) continue;
+    std::vector<int32_t> drafts = ngram_->Propose(req->all_token_ids(), k);
+    if (!drafts.empty()) scheduler_->SetSpecTokens(req->request_id(), std::move(drafts));
+  }
+}
+
+}  // namespace pagellm
