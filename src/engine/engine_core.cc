@@ -25,6 +25,7 @@ namespace pagellm {
 
 EngineCore::EngineCore(const EngineConfig& config) : config_(config) {}
 EngineCore::~EngineCore() {
+  if (spec_policy_ != nullptr) LogSpecDecodeSummary();
   // The workers stop on the model's kShutdown before the group reaps them.
   runner_.reset();
   model_.reset();

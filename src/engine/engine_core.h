@@ -123,6 +123,8 @@ class EngineCore {
   // proposes the next step's drafts for the running requests.
   void RecordVerification(int32_t num_drafts, int32_t num_accepted);
   void ProposeDrafts();
+  // vLLM's "SpecDecoding metrics: ..." line, once at shutdown.
+  void LogSpecDecodeSummary() const;
   void FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta);
   void EmitAbort(const std::string& id);
   void RecordStepStats(const SchedulerOutput& out);

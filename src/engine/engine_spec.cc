@@ -14,6 +14,19 @@ void EngineCore::RecordVerification(int32_t num_drafts, int32_t num_accepted) {
   spec_policy_->Observe(num_drafts, num_accepted);
 }
 
+void EngineCore::LogSpecDecodeSummary() const {
+  const SpecDecodeStats& s = stats_.spec;
+  std::string per_pos;
+  for (size_t i = 0; i < s.accepted_per_pos.size(); ++i) {
+    per_pos += fmt::format("{}{:.3f}", i ? ", " : "", s.num_drafts > 0 ? double(s.accepted_per_pos[i]) / s.num_drafts : 0.0);
+  }
+  PLOG_INFO("SpecDecoding metrics: Mean acceptance length: {:.2f}, Accepted: {} tokens, Drafted: {} tokens, Drafts: {}, "
+            "Acceptance rate: {:.1f}%, Per-position acceptance rate: {}",
+            s.num_drafts > 0 ? 1.0 + double(s.num_accepted_tokens) / s.num_drafts : 1.0, s.num_accepted_tokens,
+            s.num_draft_tokens, s.num_drafts,
+            s.num_draft_tokens > 0 ? 100.0 * s.num_accepted_tokens / s.num_draft_tokens : 0.0, per_pos);
+}
+
 void EngineCore::ProposeDrafts() {
   const int32_t k = spec_policy_->DraftsPerRequest(scheduler_->num_running(), step_cost_.fixed_s(),
                                                    step_cost_.per_token_s());
