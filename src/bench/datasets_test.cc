@@ -6,6 +6,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "common/json.h"
 #include "common/mapped_file.h"
@@ -117,7 +118,7 @@ TEST(DatasetsTest, ShareGptFiltersAndCountsTokens) {
   data.push_back({{"conversations", {{{"from", "human"}, {"value", "Hi"}}, {{"from", "gpt"}, {"value", answer}}}}});
   data.push_back({{"conversations", {{{"from", "human"}, {"value", long_prompt}}}}});  // one turn: skipped
   data.push_back({{"id", "no conversations"}});
-  const std::string path = std::filesystem::temp_directory_path() / "pagellm_bench_sharegpt_test.json";
+  const std::string path = std::filesystem::temp_directory_path() / ("pagellm_bench_sharegpt_test_" + std::to_string(::getpid()) + ".json");
   ASSERT_TRUE(WriteStringToFile(path, data.dump()).ok());
 
   auto requests = SampleShareGptRequests(Qwen3Tokenizer(), path, 3, std::nullopt, 0);
