@@ -198,10 +198,11 @@ void Scheduler::ScheduleRunning(TokenBudget* budget, SchedulerOutput* out,
     num_new = CutAtSnapshotBoundary(req->num_computed_tokens(), num_new);
     int32_t num_spec = num_new == num_uncomputed ? NumSpecTokensFor(*req, num_new, budget->num_tokens_left()) : 0;
     // Drafts only take free blocks: nobody is preempted to make room for a guess.
-    if (num_spec > 0 && kv_->NumBlocksToTake(req->kv_sequence(), num_new + num_spec, {}) >
-                            kv_->NumBlocksToTake(req->kv_sequence(), num_new, {}) &&
-        kv_->NumBlocksToTake(req->kv_sequence(), num_new + num_spec, {}) > kv_->num_free_blocks()) {
-      num_spec = 0;
+    if (num_spec > 0) {
+      const int32_t with_drafts = kv_->NumBlocksToTake(req->kv_sequence(), num_new + num_spec, {});
+      if (with_drafts > kv_->NumBlocksToTake(req->kv_sequence(), num_new, {}) && with_drafts > kv_->num_free_blocks()) {
+        num_spec = 0;
+      }
     }
     if (!capacity_.ReserveOrPreempt(*req, num_new + num_spec, &running_, preempted)) break;
     budget->Charge(num_new, num_uncomputed);
