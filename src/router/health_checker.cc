@@ -31,20 +31,28 @@ asio::awaitable<net::HttpPostResult> Call(const WorkerView& w, const char* metho
   co_return co_await net::StreamingPost(w.endpoints, call, [out](std::string_view b) { out->append(b); });
 }
 
-// A real 1-token generation with the worker's first model.
-asio::awaitable<bool> GenerateOneToken(const WorkerView& w, std::chrono::milliseconds timeout) {
+// A real 1-token generation with the worker's first model: "" when it succeeded, else
+// what went wrong.
+asio::awaitable<std::string> GenerateOneToken(const WorkerView& w, std::chrono::milliseconds timeout) {
   std::string models;
   net::HttpPostResult r = co_await Call(w, "GET", "/v1/models", "", timeout, &models);
-  if (!r.error.empty()) co_return false;
+  if (!r.error.empty()) co_return "GET /v1/models: " + r.error;
   Json list = Json::parse(models, nullptr, false);
-  if (!list.is_object() || !list.contains("data") || !list["data"].is_array() || list["data"].empty()) co_return false;
+  if (!list.is_object() || !list.contains("data") || !list["data"].is_array() || list["data"].empty()) {
+    co_return "GET /v1/models lists no model";
+  }
   Json req = {{"model", list["data"][0].value("id", "")}, {"prompt", "ping"}, {"max_tokens", 1}, {"temperature", 0}};
   std::string out;
   r = co_await Call(w, "POST", "/v1/completions", req.dump(), timeout, &out);
-  co_return r.error.empty() && out.find("\"choices\"") != std::string::npos;
+  if (!r.error.empty()) co_return "1-token completion: " + r.error;
+  if (out.find("\"choices\"") == std::string::npos) co_return "1-token completion answered " + out.substr(0, 200);
+  co_return "";
 }
 
-asio::awaitable<void> Probe(WorkerRegistry& registry, WorkerView w, HealthCheckerOptions options, bool generate) {
+// `not_ready_reason`: what the worker's last failed probe said while it was not ready,
+// so the reason is logged once each time it changes, not every round.
+asio::awaitable<void> Probe(WorkerRegistry& registry, WorkerView w, HealthCheckerOptions options, bool generate,
+                            std::string* not_ready_reason) {
   std::string text;
   net::HttpPostResult r = co_await Call(w, "GET", "/metrics", "", options.timeout, &text);
   bool scraped = r.error.empty();
@@ -65,10 +73,14 @@ asio::awaitable<void> Probe(WorkerRegistry& registry, WorkerView w, HealthChecke
     co_return;
   }
   if (!ready || generate) {
-    bool ok = false;
-    if (scraped) ok = co_await GenerateOneToken(w, options.timeout);
+    // (Not a ?: around co_await: g++ 12 miscompiles that.)
+    std::string failure = "GET /metrics: " + r.error;
+    if (scraped) failure = co_await GenerateOneToken(w, options.timeout);
+    bool ok = failure.empty();
     if (ok && !ready) PLOG_INFO("router: worker {} is ready", w.url);
-    if (!ok && ready) PLOG_WARN("router: worker {} failed a 1-token generation; taken out", w.url);
+    if (!ok && ready) PLOG_WARN("router: worker {} failed a 1-token generation ({}); taken out", w.url, failure);
+    if (!ok && !ready && failure != *not_ready_reason) PLOG_INFO("router: worker {} not ready: {}", w.url, failure);
+    *not_ready_reason = failure;
     registry.SetHealth(w.url, ok ? WorkerHealth::kReady : WorkerHealth::kFailed);
   }
 }
@@ -102,7 +114,7 @@ void HealthChecker::RunRound() {
   bool generate = options_.generate_every > 0 && round_++ % options_.generate_every == 0;
   asio::io_context io;
   for (const WorkerView& w : registry_.Snapshot(SteadyNowS())) {
-    asio::co_spawn(io, Probe(registry_, w, options_, generate), asio::detached);
+    asio::co_spawn(io, Probe(registry_, w, options_, generate, &not_ready_reason_[w.url]), asio::detached);
   }
   io.run();  // bounded: every call has its timeout
 }

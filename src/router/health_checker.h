@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -44,6 +45,7 @@ class HealthChecker {
   HealthCheckerOptions options_;
   int64_t round_ = 0;
   std::string file_state_;  // the worker file's last contents
+  std::map<std::string, std::string> not_ready_reason_;  // url -> last probe failure logged
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The `mpi` executor backend on one host: `mpirun -np 2 pagellm generate|bench|serve
 --tensor-parallel-size 2 --distributed-executor-backend mpi` must give TP=1's greedy
-tokens (tp_common.compare_with_base: identical ids, logprobs within 1e-3 f32 / 0.05
+tokens (tp_common.compare_with_base: identical ids, logprobs within 1e-3 f32 / BF16_TOLERANCE
 bf16) on qwen3-tiny dummies made here; refuse a job it cannot run with a clear error;
 and end the whole job, non-zero and within seconds, when a rank is killed or hangs,
 while SIGTERM to rank 0 drains and stops every rank with exit code 0.

@@ -5,7 +5,12 @@ mpi_netns_test.py: mpi backend): the engine flags, the request rows, reading
 Tolerances (compare_with_base): token ids must be identical. Logprobs of the chosen
 tokens differ only by the order of the fp32 sums (a TP rank sums its heads' / columns'
 share, the all-reduce adds the shares): f32 weights and KV at most 1e-3 (measured
-~1e-5), bf16 weights and KV at most 0.05.
+~1e-5). With bf16 weights the tolerance depends on the kernel's activations
+(BF16_TOLERANCE): the AVX2 kernel multiplies in f32 (measured <= 3e-3, allowed 0.05);
+AVX-512 BF16 and AMX round each activation to bf16 before the dot product, so an fp32
+difference in the last bit of a sum can move one activation by a bf16 step (2^-8), which
+the random-weight model amplifies (measured 0.11 on Zen 4, allowed 0.25; for scale,
+the same TP=1 run under PAGELLM_ISA=avx2 vs avx512 differs by 0.38 and in tokens).
 """
 import json
 import os
@@ -18,7 +23,23 @@ import urllib.request
 FLAGS = ["--kv-cache-memory", str(32 << 20), "--max-model-len", "1024", "--max-num-batched-tokens", "32",
          "--enable-chunked-prefill", "--enable-prefix-caching", "--max-num-seqs", "2"]
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-DTYPES = (("float32", 1e-3), ("bfloat16", 0.05))  # (KV/weight dtype, logprob tolerance)
+
+
+def cpu_rounds_activations_to_bf16():
+    """True when the bf16 matmul kernels take bf16 activations (AVX-512 BF16 or AMX is
+    present and PAGELLM_ISA does not force avx2): see the module docstring."""
+    if os.environ.get("PAGELLM_ISA") == "avx2":
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return True
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+BF16_TOLERANCE = 0.25 if cpu_rounds_activations_to_bf16() else 0.05
+DTYPES = (("float32", 1e-3), ("bfloat16", BF16_TOLERANCE))  # (KV/weight dtype, logprob tolerance)
 
 
 def rows():
