@@ -123,6 +123,7 @@ class EngineCore {
   // proposes the next step's drafts for the running requests.
   void RecordVerification(int32_t num_drafts, int32_t num_accepted);
   void ProposeDrafts();
+  size_t GrammarAllowedPrefix(SampleState& st, std::span<const int32_t> drafts);
   // vLLM's "SpecDecoding metrics: ..." line, once at shutdown.
   void LogSpecDecodeSummary() const;
   void FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta);
@@ -163,6 +164,10 @@ class EngineCore {
   void FillGrammarMask(SampleState& st, SamplingRequest* req);
   // Advances the matcher; true if the grammar is now complete (the sample ends).
   bool AdvanceGrammar(SampleState& st, int32_t token);
+  // Advances the grammar (or its start_after_token switch) by a token that is not yet
+  // emitted, counting matcher tokens in *num_advanced for a Rollback; false when the
+  // matcher refuses it or is complete after it.
+  bool AdvanceGrammarTentatively(SampleState& st, int32_t token, int32_t* num_advanced);
 };
 
 }  // namespace pagellm

@@ -9,6 +9,26 @@
 
 namespace pagellm {
 
+// Structured outputs: how many of the drafts the grammar allows from the sample's state
+// (a refused draft could never be sampled, so none behind it could be accepted); the
+// matcher is advanced through them and rolled back. Drafts end where the grammar is
+// complete, as the sample does.
+size_t EngineCore::GrammarAllowedPrefix(SampleState& st, std::span<const int32_t> drafts) {
+  if (st.matcher == nullptr) return drafts.size();
+  const bool was_active = st.grammar_active;
+  int32_t advanced = 0;
+  size_t n = 0;
+  while (n < drafts.size()) {
+    const int32_t before = advanced;
+    const bool more = AdvanceGrammarTentatively(st, drafts[n], &advanced);
+    if (more || advanced > before) ++n;  // allowed (the one that completes the grammar too)
+    if (!more) break;
+  }
+  st.matcher->Rollback(advanced);
+  st.grammar_active = was_active;
+  return n;
+}
+
 void EngineCore::RecordVerification(int32_t num_drafts, int32_t num_accepted) {
   stats_.spec.num_drafts += num_drafts;
   spec_policy_->Observe(num_drafts, num_accepted);
@@ -36,10 +56,8 @@ void EngineCore::ProposeDrafts() {
     if (req->num_output_tokens() == 0) continue;
     auto it = samples_.find(req->request_id());
     if (it == samples_.end() || it->second->finished) continue;
-    // Structured outputs: drafts would need the grammar advanced through them and
-    // rolled back (not built); such requests decode one token per step.
-    if (it->second->matcher != nullptr) continue;
     std::vector<int32_t> drafts = ngram_->Propose(req->all_token_ids(), k);
+    drafts.resize(GrammarAllowedPrefix(*it->second, drafts));
     if (!drafts.empty()) scheduler_->SetSpecTokens(req->request_id(), std::move(drafts));
   }
 }

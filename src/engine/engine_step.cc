@@ -132,6 +132,11 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
     std::vector<int32_t> outputs;        // output ids + tokens produced so far (drafts only)
     std::vector<SampleResult> results;   // one per produced token
     bool active = true;
+    // Structured outputs with drafts: the grammar is advanced through each accepted
+    // draft so the next round's mask is the one a plain decode would use, then rolled
+    // back before EmitToken advances it for real.
+    bool grammar_was_active = false;
+    int32_t grammar_advanced = 0;
   };
   std::vector<Verification> verifications;
   bool any_drafts = false;
@@ -153,6 +158,7 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
     if (v.num_drafts > 0) {
       any_drafts = true;
       v.outputs.assign(v.req->output_token_ids().begin(), v.req->output_token_ids().end());
+      v.grammar_was_active = v.st->grammar_active;
     }
   }
   if (verifications.empty()) return;
@@ -195,7 +201,13 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
       const bool accepted = round < v.num_drafts && s.new_token_ids[draft_at] == token;
       if (v.num_drafts > 0) v.outputs.push_back(token);
       v.active = accepted;
+      if (accepted && v.st->matcher != nullptr) v.active = AdvanceGrammarTentatively(*v.st, token, &v.grammar_advanced);
     }
+  }
+  for (Verification& v : verifications) {
+    if (v.num_drafts == 0 || v.st->matcher == nullptr) continue;
+    v.st->matcher->Rollback(v.grammar_advanced);
+    v.st->grammar_active = v.grammar_was_active;
   }
   const double now = Now();
   int32_t num_drafts = 0, num_accepted = 0;
@@ -242,6 +254,18 @@ bool EngineCore::AdvanceGrammar(SampleState& st, int32_t token) {
     return true;
   }
   return st.matcher->IsTerminated();
+}
+
+bool EngineCore::AdvanceGrammarTentatively(SampleState& st, int32_t token, int32_t* num_advanced) {
+  if (!st.grammar_active) {
+    st.grammar_active = token == st.params.structured_outputs->start_after_token;
+    return true;
+  }
+  // The token was sampled under the grammar's mask, so the matcher takes it; once it is
+  // complete the sample ends with this token and the rows behind it are not needed.
+  if (!st.matcher->AcceptToken(token)) return false;
+  ++*num_advanced;
+  return !st.matcher->IsTerminated();
 }
 
 void EngineCore::FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta) {

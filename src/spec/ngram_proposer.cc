@@ -14,9 +14,16 @@ std::vector<int32_t> NgramProposer::Propose(std::span<const int32_t> tokens, int
     // Occurrences start at s < len - n (the suffix itself excluded), latest first.
     for (int64_t s = len - n - 1; s >= 0; --s) {
       if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + s)) continue;
+      // The continuation of the occurrence; where it runs into the end of `tokens` it
+      // goes on with the draft itself (a period of len - from tokens repeats), so a
+      // repeating run gets k drafts, not only as many as fit before the end.
       const int64_t from = s + n;
-      const int64_t to = std::min<int64_t>(from + k, len);
-      return std::vector<int32_t>(tokens.begin() + from, tokens.begin() + to);
+      std::vector<int32_t> drafts;
+      drafts.reserve(static_cast<size_t>(k));
+      for (int64_t i = 0; i < k; ++i) {
+        drafts.push_back(from + i < len ? tokens[static_cast<size_t>(from + i)] : drafts[static_cast<size_t>(from + i - len)]);
+      }
+      return drafts;
     }
   }
   return {};

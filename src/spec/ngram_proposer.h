@@ -1,7 +1,8 @@
 // NgramProposer: prompt lookup decoding (vLLM's "ngram" method, llama.cpp's lookup).
 // The draft for a sequence is what followed the last earlier occurrence of its final n
 // tokens, for the longest n in [min_n, max_n] that occurs: text that repeats its context
-// (code edits, quotes, extraction, summaries) is guessed for free.
+// (code edits, quotes, extraction, summaries) is guessed for free. A continuation that
+// reaches the end of the text repeats with its period (a run of " ab" drafts k tokens).
 //
 //   NgramProposer p({.min_n = 2, .max_n = 4, .num_speculative_tokens = 3});
 //   std::vector<int32_t> drafts = p.Propose(all_token_ids);   // 0..3 tokens

@@ -23,9 +23,10 @@ TEST(NgramProposerTest, LongestNgramFirst) {
   EXPECT_THAT(p.Propose(std::vector<int32_t>{2, 3, 5, 6, 3, 9, 2, 3}), ElementsAre(5, 6));
 }
 
-TEST(NgramProposerTest, ShortDraftAtTheEndAndNoneWithoutARepeat) {
+TEST(NgramProposerTest, PeriodicDraftAtTheEndAndNoneWithoutARepeat) {
   NgramProposer p({.min_n = 2, .max_n = 2, .num_speculative_tokens = 4});
-  EXPECT_THAT(p.Propose(std::vector<int32_t>{1, 2, 3, 1, 2}), ElementsAre(3, 1, 2));
+  // After "1 2" came "3 1 2", then the text ends: the period "3 1 2" goes on.
+  EXPECT_THAT(p.Propose(std::vector<int32_t>{1, 2, 3, 1, 2}), ElementsAre(3, 1, 2, 3));
   EXPECT_THAT(p.Propose(std::vector<int32_t>{1, 2, 3, 4, 5}), IsEmpty());
   EXPECT_THAT(p.Propose(std::vector<int32_t>{1}), IsEmpty());
   EXPECT_THAT(p.Propose(std::vector<int32_t>{1, 2, 3, 1, 2}, /*max_tokens=*/1), ElementsAre(3));
@@ -35,7 +36,9 @@ TEST(NgramProposerTest, ShortDraftAtTheEndAndNoneWithoutARepeat) {
 TEST(NgramProposerTest, RepeatedTokenRun) {
   NgramProposer p({.min_n = 2, .max_n = 2, .num_speculative_tokens = 3});
   // "5 5" at the end also occurs one position earlier: the proposal continues the run.
-  EXPECT_THAT(p.Propose(std::vector<int32_t>{5, 5, 5}), ElementsAre(5));
+  EXPECT_THAT(p.Propose(std::vector<int32_t>{5, 5, 5}), ElementsAre(5, 5, 5));
+  // A run of period 2 ("x 7" repeating) continues with period 2.
+  EXPECT_THAT(p.Propose(std::vector<int32_t>{1, 7, 2, 7, 2, 7}), ElementsAre(2, 7, 2));
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ class EngineSpecTest : public ::testing::TestWithParam<SpecParam> {
     specs.push_back({"rand", RandomPrompt(40, 950), GreedyParams(max_tokens)});
     return specs;
   }
-  void ExpectSame(const RunResult& got, const RunResult& want, const std::string& what) const {
+  void ExpectSame(const RunResult& got, const RunResult& want, const std::string& what, float f32_tol = 1e-4f) const {
     ASSERT_EQ(got.outputs.size(), want.outputs.size()) << what;
     for (const auto& [id, w] : want.outputs) {
       const SampleOutput& g = got.outputs.at(id);
@@ -52,9 +52,12 @@ class EngineSpecTest : public ::testing::TestWithParam<SpecParam> {
       EXPECT_EQ(g.finish_reason, w.finish_reason) << what << " " << id;
       EXPECT_EQ(g.text, w.text) << what << " " << id;
       // The verification chunk computes the same logits as a decode step: bit-identical
-      // where the kernels do not depend on the number of rows, rounding otherwise.
+      // where the kernels do not depend on the number of rows, rounding otherwise. In
+      // bf16 that rounding can move an activation by a bf16 step where the kernel takes
+      // bf16 activations (AVX-512 BF16, AMX), which the random weights amplify: 0.1
+      // (measured up to 0.026 on Zen 4 with 5-row verification chunks).
       if (g.logprobs.size() == w.logprobs.size()) {
-        EXPECT_LE(MaxLogprobDiff(g.logprobs, w.logprobs), dtype() == DType::kF32 ? 1e-4f : 2e-2f) << what << " " << id;
+        EXPECT_LE(MaxLogprobDiff(g.logprobs, w.logprobs), dtype() == DType::kF32 ? f32_tol : 0.1f) << what << " " << id;
       } else {
         ADD_FAILURE() << what << " " << id << ": " << g.logprobs.size() << " vs " << w.logprobs.size() << " logprobs";
       }
@@ -169,6 +172,40 @@ TEST_P(EngineSpecTest, StopsAndLimitsInsideAcceptedDrafts) {
     for (const auto& [id, o] : want.outputs) n += static_cast<int64_t>(o.token_ids.size());
     return n;
   }());
+  ExpectNoLeak(*core);
+}
+
+TEST_P(EngineSpecTest, StructuredOutputsTakeDraftsTheGrammarAllows) {
+  // Constrained requests get drafts too: the grammar truncates them to what it allows,
+  // each verification row is masked by the grammar advanced through the drafts before
+  // it, and the grammar ends the sample where it completes. A repetitive regex gives
+  // the n-gram proposer something to find; JSON and a choice ride in the same batch.
+  std::vector<PromptSpec> specs = Specs(40);
+  auto constrain = [](PromptSpec& spec, StructuredOutputKind kind, std::string what) {
+    StructuredOutputsParams so;
+    so.kind = kind;
+    if (kind == StructuredOutputKind::kChoice) so.choice = {what, what + " and more"};
+    else so.spec = std::move(what);
+    spec.params.structured_outputs = so;
+  };
+  constrain(specs[0], StructuredOutputKind::kRegex, "(ab ){6,30}");
+  constrain(specs[1], StructuredOutputKind::kRegex, "(x[0-9]y)+z");
+  constrain(specs[2], StructuredOutputKind::kJson,
+            R"({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}, "required": ["a"]})");
+  constrain(specs[3], StructuredOutputKind::kChoice, "abababab abababab");
+  RunResult want = RunOneByOne(*Make(Config(false)), specs);
+  EngineConfig c = Config(true);
+  c.speculative_config =
+      R"({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1, "disable_by_batch_size": 64})";
+  auto core = Make(c);
+  // Grammar-forced tokens are often unlikely ones (logprobs of -10 and below), whose
+  // rounding across batch sizes is larger in absolute terms: 1e-3 in f32 (measured 1.4e-4).
+  ExpectSame(RunConcurrently(*core, specs), want, "structured", 1e-3f);
+  auto alone = Make(c);
+  ExpectSame(RunOneByOne(*alone, {specs[0], specs[1], specs[3]}), RunOneByOne(*Make(Config(false)), {specs[0], specs[1], specs[3]}),
+             "structured alone", 1e-3f);
+  EXPECT_GT(alone->stats().spec.num_drafts, 0) << "constrained requests got no drafts";
+  EXPECT_GT(alone->stats().spec.num_accepted_tokens, 0);
   ExpectNoLeak(*core);
 }
 
