@@ -15,7 +15,9 @@
 #include "bench/load_generator.h"
 #include "bench/multi_turn_bench.h"
 #include "bench/report.h"
+#include "bench/server_counters.h"
 #include "bench/serving_metrics.h"
+#include "bench/spec_decode_counters.h"
 #include "common/mapped_file.h"
 #include "tokenizer/load_tokenizer.h"
 
@@ -168,7 +170,16 @@ void PrintFailures(std::span<const RequestOutput> outputs) {
   }
 }
 
-StatusOr<LoadResult> RunTraffic(const BenchServeOptions& o, const Plan& plan, const std::vector<RequestSpec>& specs) {
+// The server's counters, best effort (a server without /metrics is benchmarked all the same).
+std::optional<SpecDecodeCounters> ScrapeSpecDecode(const Plan& plan) {
+  StatusOr<std::string> text = FetchHttpText(plan.target.http, plan.target.http.path_prefix + "/metrics");
+  if (!text.ok()) return std::nullopt;
+  return ReadSpecDecodeCounters(*text);
+}
+
+// *spec: the run's speculative-decoding counters (nullopt without drafts or /metrics).
+StatusOr<LoadResult> RunTraffic(const BenchServeOptions& o, const Plan& plan, const std::vector<RequestSpec>& specs,
+                                std::optional<SpecDecodeDelta>* spec) {
   if (o.num_warmups > 0) {
     std::printf("Warming up with %lld requests...\n", static_cast<long long>(o.num_warmups));
     std::vector<RequestSpec> warmups(static_cast<size_t>(o.num_warmups), specs[0]);
@@ -185,11 +196,16 @@ StatusOr<LoadResult> RunTraffic(const BenchServeOptions& o, const Plan& plan, co
   std::printf("Maximum request concurrency: %s\n",
               o.max_concurrency ? std::to_string(*o.max_concurrency).c_str() : "None");
   std::fflush(stdout);
-  return RunLoad(plan.target, specs, offsets, o.max_concurrency.value_or(0));
+  const std::optional<SpecDecodeCounters> before = ScrapeSpecDecode(plan);
+  PAGELLM_ASSIGN_OR_RETURN(LoadResult result, RunLoad(plan.target, specs, offsets, o.max_concurrency.value_or(0)));
+  const std::optional<SpecDecodeCounters> after = before ? ScrapeSpecDecode(plan) : std::nullopt;
+  if (after) *spec = DiffSpecDecodeCounters(*before, *after);
+  return result;
 }
 
 // The single-request datasets: specs from the dataset, ready check, then the traffic.
-StatusOr<LoadResult> RunSingleTurn(const BenchServeOptions& o, const Plan& plan, const tokenizer::Tokenizer& tok) {
+StatusOr<LoadResult> RunSingleTurn(const BenchServeOptions& o, const Plan& plan, const tokenizer::Tokenizer& tok,
+                                   std::optional<SpecDecodeDelta>* spec) {
   PAGELLM_ASSIGN_OR_RETURN(std::vector<SampleRequest> samples, LoadDataset(o, tok));
   const bool ignore_eos = o.ignore_eos || o.dataset_name == "random" || o.dataset_name == "mixed";
   std::vector<RequestSpec> specs;
@@ -202,7 +218,7 @@ StatusOr<LoadResult> RunSingleTurn(const BenchServeOptions& o, const Plan& plan,
     PAGELLM_RETURN_IF_ERROR(WaitForEndpoint(plan, specs[0], o.ready_check_timeout_sec));
     std::printf("Initial test run completed.\n");
   }
-  return RunTraffic(o, plan, specs);
+  return RunTraffic(o, plan, specs, spec);
 }
 
 // multi-turn: synthetic conversations (ignore_eos forced on, as for random), whose
@@ -257,13 +273,15 @@ StatusOr<OrderedJson> RunBenchServe(const BenchServeOptions& o) {
   PAGELLM_ASSIGN_OR_RETURN(auto tok, LoadBenchTokenizer(o, &plan));
   std::optional<MultiTurnRunResult> multi_turn;
   LoadResult run;
+  std::optional<SpecDecodeDelta> spec;
   int64_t num_prompts = o.num_prompts;
   if (o.dataset_name == "multi-turn") {
     PAGELLM_ASSIGN_OR_RETURN(multi_turn, RunMultiTurn(o, plan, *tok));
     run = LoadResult{multi_turn->run.outputs, multi_turn->run.duration_s};
     num_prompts = o.multi_turn.num_conversations * o.multi_turn.num_turns;
+    spec = multi_turn->spec;
   } else {
-    PAGELLM_ASSIGN_OR_RETURN(run, RunSingleTurn(o, plan, *tok));
+    PAGELLM_ASSIGN_OR_RETURN(run, RunSingleTurn(o, plan, *tok, &spec));
   }
   const OutputTokenCounter count_tokens = [&tok](const RequestOutput& out) {
     return static_cast<int64_t>(tok->Encode(out.generated_text).size());
@@ -275,6 +293,10 @@ StatusOr<OrderedJson> RunBenchServe(const BenchServeOptions& o) {
                           plan.percentile_metrics};
   std::fputs(FormatResultTable(metrics, settings).c_str(), stdout);
   OrderedJson result = BuildResultJson(metrics, run.outputs, settings, o.save_detailed);
+  if (spec) {
+    std::fputs(FormatSpecDecodeTable(*spec).c_str(), stdout);
+    AddSpecDecodeJson(*spec, &result);
+  }
   if (multi_turn) {
     const std::vector<TurnSummary> turns =
         SummarizeTurns(run.outputs, o.multi_turn.num_turns, plan.percentiles, count_tokens);

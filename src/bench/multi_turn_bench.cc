@@ -36,9 +36,8 @@ Status WaitForChatEndpoint(const LoadTarget& target, const RequestSpec& spec, in
   }
 }
 
-StatusOr<PrometheusSamples> Scrape(const LoadTarget& target) {
-  PAGELLM_ASSIGN_OR_RETURN(std::string text, FetchHttpText(target.http, target.http.path_prefix + "/metrics"));
-  return ParsePrometheusText(text);
+StatusOr<std::string> Scrape(const LoadTarget& target) {
+  return FetchHttpText(target.http, target.http.path_prefix + "/metrics");
 }
 
 Status Prepare(const MultiTurnTrafficConfig& c, const tokenizer::Tokenizer& tok) {
@@ -84,7 +83,7 @@ StatusOr<MultiTurnRunResult> RunMultiTurnTraffic(const MultiTurnTrafficConfig& c
   PAGELLM_RETURN_IF_ERROR(Prepare(c, tok));
   MultiTurnRunResult result;
   result.params = c.params;
-  StatusOr<PrometheusSamples> before = Scrape(c.target);
+  StatusOr<std::string> before = Scrape(c.target);
   PAGELLM_ASSIGN_OR_RETURN(std::vector<double> offsets,
                            ArrivalOffsets(c.params.num_conversations, ArrivalConfig{c.conversation_rate, c.burstiness, c.seed}));
   std::printf("Starting main benchmark run: %lld conversations x %lld turns, %lld new input tokens and %lld output "
@@ -95,9 +94,10 @@ StatusOr<MultiTurnRunResult> RunMultiTurnTraffic(const MultiTurnTrafficConfig& c
               c.max_concurrency > 0 ? std::to_string(c.max_concurrency).c_str() : "None");
   std::fflush(stdout);
   PAGELLM_ASSIGN_OR_RETURN(result.run, RunConversations(c.target, &conversations, c.request, offsets, c.max_concurrency));
-  StatusOr<PrometheusSamples> after = before.ok() ? Scrape(c.target) : before;
+  StatusOr<std::string> after = before.ok() ? Scrape(c.target) : before;
   if (after.ok()) {
-    result.cache = DiffCacheCounters(*before, *after);
+    result.cache = DiffCacheCounters(ParsePrometheusText(*before), ParsePrometheusText(*after));
+    result.spec = DiffSpecDecodeCounters(ReadSpecDecodeCounters(*before), ReadSpecDecodeCounters(*after));
   } else {
     result.cache_error = std::string(after.status().message());
   }

@@ -26,6 +26,7 @@
 #include "bench/multi_turn.h"
 #include "bench/server_counters.h"
 #include "bench/serving_metrics.h"
+#include "bench/spec_decode_counters.h"
 #include "common/json.h"
 #include "tokenizer/tokenizer.h"
 
@@ -48,6 +49,7 @@ struct MultiTurnRunResult {
   ConversationRunResult run;
   std::optional<CacheCounterDelta> cache;  // nullopt when /metrics could not be scraped
   std::string cache_error;                 // why not
+  std::optional<SpecDecodeDelta> spec;     // nullopt: not scraped, or no drafts
 };
 
 StatusOr<MultiTurnRunResult> RunMultiTurnTraffic(const MultiTurnTrafficConfig& config,

@@ -22,19 +22,25 @@ function check(cond, what) {
 const made = spawnSync(pagellm, ['make-dummy-model', '--preset', 'qwen3-tiny', '--out', modelDir], { encoding: 'utf8' });
 if (made.status !== 0) throw new Error(`make-dummy-model failed: ${made.stderr}`);
 
-const server = spawn(pagellm, ['serve', modelDir, '--host', '127.0.0.1', '--port', '0', '--kv-cache-memory', String(64 << 20),
-                               '--max-model-len', '2048', '--disable-log-stats'],
-                     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' } });
-const port = await new Promise((resolve, reject) => {
-  const timer = setTimeout(() => reject(new Error('pagellm serve did not come up in 60 s')), 60000);
-  for (const stream of [server.stdout, server.stderr]) {
-    readline.createInterface({ input: stream }).on('line', (line) => {
-      const m = line.match(/ready on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    });
-  }
-  server.once('exit', (code) => reject(new Error(`pagellm serve exited with ${code}`)));
-});
+function startServer(extra) {
+  const server = spawn(pagellm, ['serve', modelDir, '--host', '127.0.0.1', '--port', '0', '--kv-cache-memory', String(64 << 20),
+                                 '--max-model-len', '2048', '--disable-log-stats', ...extra],
+                       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' } });
+  const port = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('pagellm serve did not come up in 60 s')), 60000);
+    for (const stream of [server.stdout, server.stderr]) {
+      readline.createInterface({ input: stream }).on('line', (line) => {
+        const m = line.match(/ready on http:\/\/127\.0\.0\.1:(\d+)/);
+        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+      });
+    }
+    server.once('exit', (code) => reject(new Error(`pagellm serve exited with ${code}`)));
+  });
+  return { server, port };
+}
+const plain = startServer([]);
+let server = plain.server;
+let port = await plain.port;
 
 function bench(name, extra) {
   const args = ['bench', 'serve', '--port', String(port), '--model', modelDir, '--save-result', '--save-detailed',
@@ -59,6 +65,29 @@ try {
                                    '--random-output-len', 8, '--request-rate', 20].map(String));
   check(h && h.backend === 'openai-chat' && h.completed === 8 && h.failed === 0, `chat: ${h?.completed} completed, ${h?.failed} failed`);
   check(h && h.total_output_tokens === 8 * 8, `chat: ${h?.total_output_tokens} output tokens == 64`);
+  check(c && h && c.spec_decode_num_drafts === undefined, 'no speculative-decoding figures without drafts');
+
+  // Against a server with n-gram speculation: the run's drafts and acceptance from the
+  // server's vllm:spec_decode_* counters (deltas over the run, as vLLM's bench prints).
+  server.kill('SIGTERM');
+  const spec = startServer(['--speculative-config', JSON.stringify({
+    method: 'ngram', num_speculative_tokens: 3, prompt_lookup_min: 1, prompt_lookup_max: 2, disable_by_batch_size: 64 })]);
+  server = spec.server;
+  port = await spec.port;
+  const before = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const s = bench('pagellm-spec', ['--num-prompts', 8, '--random-input-len', 32, '--random-output-len', 32,
+                                   '--max-concurrency', 4, '--num-warmups', 0, '--ready-check-timeout-sec', 0].map(String));
+  const after = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const counter = (text, name) => text.split('\n').filter((l) => l.startsWith(`vllm:spec_decode_${name}_total`))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  check(s && s.completed === 8 && s.total_output_tokens === 8 * 32, `spec: ${s?.completed} completed, ${s?.total_output_tokens} tokens`);
+  const drafts = counter(after, 'num_drafts') - counter(before, 'num_drafts');
+  const accepted = counter(after, 'num_accepted_tokens') - counter(before, 'num_accepted_tokens');
+  check(s && drafts > 0 && s.spec_decode_num_drafts === drafts, `spec: ${s?.spec_decode_num_drafts} drafts reported, ${drafts} counted`);
+  check(s && s.spec_decode_accepted_tokens === accepted &&
+        Math.abs(s.spec_decode_acceptance_length - (1 + accepted / drafts)) < 1e-9,
+        `spec: acceptance length ${s?.spec_decode_acceptance_length} == 1 + ${accepted} / ${drafts}`);
+  check(s && s.spec_decode_per_position_acceptance_rate.length === 3, 'spec: three per-position rates');
 } finally {
   server.kill('SIGTERM');
 }
