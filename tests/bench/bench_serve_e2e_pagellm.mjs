@@ -5,10 +5,10 @@
 //
 // With ignore_eos the server must generate exactly max_tokens per request, so the token
 // totals are known in advance; they come from the server's usage chunks.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
+import { startPagellmServe } from './serve_process.mjs';
 
 const [pagellm, workDir] = process.argv.slice(2);
 fs.mkdirSync(workDir, { recursive: true });
@@ -22,25 +22,7 @@ function check(cond, what) {
 const made = spawnSync(pagellm, ['make-dummy-model', '--preset', 'qwen3-tiny', '--out', modelDir], { encoding: 'utf8' });
 if (made.status !== 0) throw new Error(`make-dummy-model failed: ${made.stderr}`);
 
-function startServer(extra) {
-  const server = spawn(pagellm, ['serve', modelDir, '--host', '127.0.0.1', '--port', '0', '--kv-cache-memory', String(64 << 20),
-                                 '--max-model-len', '2048', '--disable-log-stats', ...extra],
-                       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' } });
-  const port = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('pagellm serve did not come up in 60 s')), 60000);
-    for (const stream of [server.stdout, server.stderr]) {
-      readline.createInterface({ input: stream }).on('line', (line) => {
-        const m = line.match(/ready on http:\/\/127\.0\.0\.1:(\d+)/);
-        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-      });
-    }
-    server.once('exit', (code) => reject(new Error(`pagellm serve exited with ${code}`)));
-  });
-  return { server, port };
-}
-const plain = startServer([]);
-let server = plain.server;
-let port = await plain.port;
+let { server, port } = await startPagellmServe(pagellm, modelDir, []);
 
 function bench(name, extra) {
   const args = ['bench', 'serve', '--port', String(port), '--model', modelDir, '--save-result', '--save-detailed',
@@ -70,10 +52,8 @@ try {
   // Against a server with n-gram speculation: the run's drafts and acceptance from the
   // server's vllm:spec_decode_* counters (deltas over the run, as vLLM's bench prints).
   server.kill('SIGTERM');
-  const spec = startServer(['--speculative-config', JSON.stringify({
-    method: 'ngram', num_speculative_tokens: 3, prompt_lookup_min: 1, prompt_lookup_max: 2, disable_by_batch_size: 64 })]);
-  server = spec.server;
-  port = await spec.port;
+  ({ server, port } = await startPagellmServe(pagellm, modelDir, ['--speculative-config', JSON.stringify({
+    method: 'ngram', num_speculative_tokens: 3, prompt_lookup_min: 1, prompt_lookup_max: 2, disable_by_batch_size: 64 })]));
   const before = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const s = bench('pagellm-spec', ['--num-prompts', 8, '--random-input-len', 32, '--random-output-len', 32,
                                    '--max-concurrency', 4, '--num-warmups', 0, '--ready-check-timeout-sec', 0].map(String));

@@ -8,10 +8,10 @@
 // messages are unique); the server's /metrics hit counter over the run must equal the
 // sum of the cached_tokens the responses reported, two independent counts. With caching
 // off nothing may be cached.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
+import { startPagellmServe } from './serve_process.mjs';
 
 const [pagellm, workDir] = process.argv.slice(2);
 fs.mkdirSync(workDir, { recursive: true });
@@ -21,27 +21,11 @@ function check(cond, what) {
   console.log(`${cond ? 'ok  ' : 'FAIL'} ${what}`);
   if (!cond) failures++;
 }
-const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' };
 
 const made = spawnSync(pagellm, ['make-dummy-model', '--preset', 'qwen3.5-tiny', '--out', modelDir], { encoding: 'utf8' });
 if (made.status !== 0) throw new Error(`make-dummy-model failed: ${made.stderr}`);
 
-async function startServer(cachingFlag) {
-  const server = spawn(pagellm, ['serve', modelDir, '--host', '127.0.0.1', '--port', '0', '--kv-cache-memory', String(64 << 20),
-                                 '--max-model-len', '2048', '--max-num-seqs', '4', cachingFlag, '--disable-log-stats'],
-                       { stdio: ['ignore', 'pipe', 'pipe'], env });
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('pagellm serve did not come up in 60 s')), 60000);
-    for (const stream of [server.stdout, server.stderr]) {
-      readline.createInterface({ input: stream }).on('line', (line) => {
-        const m = line.match(/ready on http:\/\/127\.0\.0\.1:(\d+)/);
-        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-      });
-    }
-    server.once('exit', (code) => reject(new Error(`pagellm serve exited with ${code}`)));
-  });
-  return { server, port };
-}
+const startServer = (cachingFlag) => startPagellmServe(pagellm, modelDir, ['--max-num-seqs', '4', cachingFlag]);
 
 const conversations = 2, turns = 3, inLen = 80, outLen = 8;
 function bench(name, port) {
