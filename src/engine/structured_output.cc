@@ -11,6 +11,7 @@ grammar::GrammarRequest ToGrammarRequest(const StructuredOutputsParams& p) {
     case StructuredOutputKind::kChoice: r.kind = grammar::GrammarKind::kChoice; break;
     case StructuredOutputKind::kGrammar: r.kind = grammar::GrammarKind::kGbnf; break;
     case StructuredOutputKind::kToolCalls: r.kind = grammar::GrammarKind::kToolCalls; break;
+    case StructuredOutputKind::kStructuralTag: r.kind = grammar::GrammarKind::kStructuralTag; break;
   }
   r.spec = p.spec;
   r.choice = p.choice;

@@ -19,6 +19,13 @@ std::string EscapeForDisplay(uint32_t cp) {
   return cp <= 0xFFFF ? fmt::format("\\u{:04X}", cp) : fmt::format("\\U{:08X}", cp);
 }
 
+std::string QuoteLiteral(std::string_view bytes) {
+  std::string s = "\"";
+  for (unsigned char c : bytes) s += (c == '"' || c == '\\') ? fmt::format("\\{}", char(c))
+                                   : (c < 0x20 ? fmt::format("\\x{:02X}", c) : std::string(1, char(c)));
+  return s + "\"";
+}
+
 }  // namespace
 
 int32_t Grammar::Push(Expr e) {
@@ -77,6 +84,15 @@ int32_t Grammar::AddRef(int32_t rule) {
   return Push(std::move(e));
 }
 
+int32_t Grammar::AddTextWithout(std::vector<std::string> words) {
+  Expr e;
+  e.kind = ExprKind::kTextWithout;
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  e.words = std::move(words);
+  return Push(std::move(e));
+}
+
 int32_t Grammar::DeclareRule(std::string_view name) {
   int32_t id = FindRule(name);
   if (id >= 0) return id;
@@ -119,7 +135,8 @@ bool Grammar::Nullable(int32_t id) const {
   }
   const Expr& e = exprs_[id];
   switch (e.kind) {
-    case ExprKind::kEmpty: return true;
+    case ExprKind::kEmpty:
+    case ExprKind::kTextWithout: return true;
     case ExprKind::kLiteral:
     case ExprKind::kClass: return false;
     case ExprKind::kSeq:
@@ -182,12 +199,7 @@ std::string Grammar::ToString() const {
     const Expr& e = exprs_[id];
     switch (e.kind) {
       case ExprKind::kEmpty: return "\"\"";
-      case ExprKind::kLiteral: {
-        std::string s = "\"";
-        for (unsigned char c : e.literal) s += (c == '"' || c == '\\') ? fmt::format("\\{}", char(c))
-                                              : (c < 0x20 ? fmt::format("\\x{:02X}", c) : std::string(1, char(c)));
-        return s + "\"";
-      }
+      case ExprKind::kLiteral: return QuoteLiteral(e.literal);
       case ExprKind::kClass: {
         std::string s = "[";
         for (auto [lo, hi] : e.ranges) {
@@ -208,6 +220,11 @@ std::string Grammar::ToString() const {
       case ExprKind::kRepeat:
         return show(e.children[0]) + (e.max < 0 ? fmt::format("{{{},}}", e.min) : fmt::format("{{{},{}}}", e.min, e.max));
       case ExprKind::kRef: return rules_[e.rule].name;
+      case ExprKind::kTextWithout: {
+        std::string s = "text-without(";
+        for (size_t i = 0; i < e.words.size(); ++i) s += (i ? ", " : "") + QuoteLiteral(e.words[i]);
+        return s + ")";
+      }
     }
     return "";
   };

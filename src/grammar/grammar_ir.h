@@ -24,7 +24,10 @@ namespace pagellm::grammar {
 // Inclusive code point range.
 using CodepointRange = std::pair<uint32_t, uint32_t>;
 
-enum class ExprKind { kEmpty, kLiteral, kClass, kSeq, kAlt, kRepeat, kRef };
+// kTextWithout: any byte string that contains none of `words` (free text between the
+// tagged parts of a structural tag; built as an Aho-Corasick automaton, so it costs no
+// recursion however long the text runs).
+enum class ExprKind { kEmpty, kLiteral, kClass, kSeq, kAlt, kRepeat, kRef, kTextWithout };
 
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
@@ -33,6 +36,7 @@ struct Expr {
   std::vector<int32_t> children;        // kSeq / kAlt; kRepeat has one child
   int32_t min = 0, max = -1;            // kRepeat: max -1 = unbounded
   int32_t rule = -1;                    // kRef
+  std::vector<std::string> words;       // kTextWithout: non-empty byte strings
 };
 
 struct Rule {
@@ -51,6 +55,8 @@ class Grammar {
   int32_t AddRepeat(int32_t child, int32_t min, int32_t max);
   int32_t AddOptional(int32_t child) { return AddRepeat(child, 0, 1); }
   int32_t AddRef(int32_t rule);
+  // Any text containing none of `words` (each non-empty); matches the empty string.
+  int32_t AddTextWithout(std::vector<std::string> words);
 
   // Declares a rule (or returns the existing id of that name) without a body.
   int32_t DeclareRule(std::string_view name);

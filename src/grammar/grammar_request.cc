@@ -6,6 +6,7 @@
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_parser.h"
+#include "grammar/structural_tag.h"
 
 namespace pagellm::grammar {
 
@@ -34,6 +35,7 @@ StatusOr<Grammar> BuildGrammar(const GrammarRequest& r) {
     }
     case GrammarKind::kGbnf: return ParseGbnf(r.spec);
     case GrammarKind::kToolCalls: return ToolCallGrammar(r.spec, r.whitespace);
+    case GrammarKind::kStructuralTag: return StructuralTagGrammar(r.spec, r.whitespace);
   }
   return InvalidArgumentError("unknown structured output kind");
 }

@@ -22,11 +22,11 @@
 
 namespace pagellm::grammar {
 
-enum class GrammarKind { kJsonSchema, kJsonObject, kRegex, kChoice, kGbnf, kToolCalls };
+enum class GrammarKind { kJsonSchema, kJsonObject, kRegex, kChoice, kGbnf, kToolCalls, kStructuralTag };
 
 struct GrammarRequest {
   GrammarKind kind = GrammarKind::kJsonSchema;
-  std::string spec;                 // schema / regex / grammar text / tool-call spec
+  std::string spec;                 // schema / regex / grammar text / tool-call spec / structural tag
   std::vector<std::string> choice;  // kChoice: literal alternatives
   JsonWhitespace whitespace;
 };
@@ -38,7 +38,9 @@ StatusOr<Grammar> BuildGrammar(const GrammarRequest& request);
 //    "tools": [{"name": "...", "parameters": {JSON Schema}}, ...]}
 // hermes:      <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
 // qwen3_coder: <tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>\n</tool_call>
-// One call of one of the tools; with "required" one or more calls.
+// One call of one of the tools; with "required" one or more calls. With "mode": "auto"
+// the text is free and only calls of the listed tools are constrained, from the call's
+// opening (the <tool_call> line with the tool's name) to its end (structural_tag.h).
 StatusOr<Grammar> ToolCallGrammar(const std::string& spec, const JsonWhitespace& ws);
 
 // Thread-safe LRU of compiled grammars keyed by the whole request.

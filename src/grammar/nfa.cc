@@ -121,6 +121,9 @@ class Builder {
       case ExprKind::kRepeat:
         return std::min<int64_t>(2 + ExprSize(e.children[0]) * std::max(1, std::max(e.min, e.max)), 1 << 30);
       case ExprKind::kRef: return inline_[e.rule] ? RuleSize(e.rule) : 2;
+      case ExprKind::kTextWithout:
+        for (const std::string& w : e.words) s += 2 * static_cast<int64_t>(w.size());
+        return s + 2;
     }
     return s;
   }
@@ -169,6 +172,7 @@ class Builder {
         return end;
       }
       case ExprKind::kRepeat: return EmitRepeat(e, from);
+      case ExprKind::kTextWithout: return EmitTextWithout(e.words, from);
       case ExprKind::kRef: {
         if (inline_[e.rule]) return Emit(g_.rule(e.rule).expr, from);
         int32_t end = NewState();
@@ -192,6 +196,75 @@ class Builder {
           nfa_.states[cur].bytes.push_back({seq[i].first, seq[i].second, next});
           cur = next;
         }
+      }
+    }
+    return end;
+  }
+
+  // Aho-Corasick over the words' bytes: one NFA state per trie node that does not end
+  // a word (or have one as a suffix); a byte that would complete a word has no edge.
+  // Every state may stop (eps to the end).
+  int32_t EmitTextWithout(const std::vector<std::string>& words, int32_t from) {
+    struct Node {
+      int32_t next[256];
+      int32_t fail = 0;
+      bool bad = false;  // a word ends here, or at a suffix
+    };
+    std::vector<Node> trie(1);
+    std::fill(std::begin(trie[0].next), std::end(trie[0].next), -1);
+    for (const std::string& w : words) {
+      int32_t cur = 0;
+      for (unsigned char c : w) {
+        if (trie[cur].next[c] < 0) {
+          trie[cur].next[c] = static_cast<int32_t>(trie.size());
+          trie.emplace_back();
+          std::fill(std::begin(trie.back().next), std::end(trie.back().next), -1);
+        }
+        cur = trie[cur].next[c];
+      }
+      trie[cur].bad = true;
+    }
+    // Breadth-first: fail links and full goto tables.
+    std::vector<int32_t> order = {0};
+    for (int c = 0; c < 256; ++c) {
+      int32_t t = trie[0].next[c];
+      if (t < 0) {
+        trie[0].next[c] = 0;
+      } else {
+        trie[t].fail = 0;
+        order.push_back(t);
+      }
+    }
+    for (size_t i = 1; i < order.size(); ++i) {
+      const int32_t u = order[i];
+      trie[u].bad = trie[u].bad || trie[trie[u].fail].bad;
+      for (int c = 0; c < 256; ++c) {
+        int32_t t = trie[u].next[c];
+        if (t < 0) {
+          trie[u].next[c] = trie[trie[u].fail].next[c];
+        } else {
+          trie[t].fail = trie[trie[u].fail].next[c];
+          order.push_back(t);
+        }
+      }
+    }
+    std::vector<int32_t> state(trie.size(), -1);
+    for (size_t u = 0; u < trie.size(); ++u) {
+      if (!trie[u].bad) state[u] = NewState();
+    }
+    const int32_t end = NewState();
+    if (too_big_) return from;
+    Eps(from, state[0]);
+    for (size_t u = 0; u < trie.size(); ++u) {
+      if (trie[u].bad) continue;
+      NfaState& st = nfa_.states[state[u]];
+      st.eps.push_back(end);
+      for (int lo = 0; lo < 256;) {
+        const int32_t to = trie[u].next[lo];
+        int hi = lo;
+        while (hi + 1 < 256 && trie[u].next[hi + 1] == to) ++hi;
+        if (!trie[to].bad) st.bytes.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), state[to]});
+        lo = hi + 1;
       }
     }
     return end;

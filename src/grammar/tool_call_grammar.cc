@@ -6,15 +6,21 @@
 #include "common/json.h"
 #include "grammar/grammar_request.h"
 #include "grammar/json_schema.h"
+#include "grammar/structural_tag.h"
 
 namespace pagellm::grammar {
 namespace {
 
+// What a call of `name` starts with, up to its arguments: the trigger of an "auto" call.
+std::string HermesHead(const std::string& name) {
+  return fmt::format("<tool_call>\n{{\"name\": {}, \"arguments\": ", OrderedJson(name).dump());
+}
+std::string XmlHead(const std::string& name) { return fmt::format("<tool_call>\n<function={}>\n", name); }
+
 // hermes (Qwen3): the arguments are the tool's schema as JSON.
 StatusOr<int32_t> HermesCall(Grammar& g, const std::string& name, const OrderedJson& params, const JsonWhitespace& ws) {
   PAGELLM_ASSIGN_OR_RETURN(int32_t args, AddJsonSchema(g, params, ws));
-  std::string head = fmt::format("<tool_call>\n{{\"name\": {}, \"arguments\": ", OrderedJson(name).dump());
-  return g.AddSeq({g.AddLiteral(head), args, g.AddLiteral("}\n</tool_call>")});
+  return g.AddSeq({g.AddLiteral(HermesHead(name)), args, g.AddLiteral("}\n</tool_call>")});
 }
 
 // A string value in the XML form: raw text without '<' (it would end the value), not
@@ -91,7 +97,7 @@ StatusOr<int32_t> XmlValue(Grammar& g, const OrderedJson& schema, const JsonWhit
 }
 
 StatusOr<int32_t> XmlCall(Grammar& g, const std::string& name, const OrderedJson& params, const JsonWhitespace& ws) {
-  std::vector<int32_t> seq = {g.AddLiteral(fmt::format("<tool_call>\n<function={}>\n", name))};
+  std::vector<int32_t> seq = {g.AddLiteral(XmlHead(name))};
   OrderedJson props = params.value("properties", OrderedJson::object());
   std::set<std::string> required;
   for (const OrderedJson& r : params.value("required", OrderedJson::array())) {
@@ -120,14 +126,23 @@ StatusOr<Grammar> ToolCallGrammar(const std::string& spec_text, const JsonWhites
   if (format != "hermes" && format != "qwen3_coder") {
     return InvalidArgumentError(fmt::format("tool-call format '{}' cannot be constrained", format));
   }
+  const std::string mode = spec.value("mode", "forced");
+  if (mode != "forced" && mode != "auto") return InvalidArgumentError(fmt::format("tool-call mode '{}' is unknown", mode));
   Grammar g;
   std::vector<int32_t> calls;
+  std::vector<std::string> heads;
   for (const OrderedJson& t : spec["tools"]) {
     std::string name = t.value("name", "");
+    heads.push_back(format == "hermes" ? HermesHead(name) : XmlHead(name));
     OrderedJson params = t.value("parameters", OrderedJson{{"type", "object"}});
     auto call = format == "hermes" ? HermesCall(g, name, params, ws) : XmlCall(g, name, params, ws);
     if (!call.ok()) return call.status().WithPrefix(fmt::format("tool '{}'", name));
     calls.push_back(*call);
+  }
+  if (mode == "auto") {  // free text; a call of a listed tool is constrained from its head on
+    g.SetRoot(g.AddRule("root", AddTriggeredText(g, std::move(heads), std::move(calls))));
+    PAGELLM_RETURN_IF_ERROR(g.Validate());
+    return g;
   }
   int32_t one = g.AddRef(g.AddRule("tool-call", g.AddAlt(std::move(calls))));
   int32_t root = one;

@@ -15,7 +15,8 @@ enum class StructuredOutputKind {
   kRegex,       // `spec` is a regex, matched in full
   kChoice,      // one of `choice`, literally
   kGrammar,     // `spec` is GBNF / EBNF
-  kToolCalls,   // `spec` is {"format": "hermes"|"qwen3_coder", "tools": [...], "required": bool}
+  kToolCalls,   // `spec` is {"format": "hermes"|"qwen3_coder", "tools": [...], "required": bool, "mode"}
+  kStructuralTag,  // `spec` is {"structures": [{"begin", "schema", "end"}], "triggers": [...]}
 };
 
 struct StructuredOutputsParams {

@@ -16,6 +16,14 @@ Status ApplyChatConstraints(const tokenizer::Tokenizer& tok, const std::string& 
     so = std::move(forced);
     parser->tools_enabled = true;
     parser->tool_parser = format;
+  } else if (parser->tools_enabled) {  // "auto": constrain the calls of strict tools only
+    PAGELLM_ASSIGN_OR_RETURN(std::optional<StructuredOutputsParams> strict,
+                             StrictAutoToolCallConstraint(req->tools, tool_call_parser));
+    if (strict.has_value() && so.has_value()) {
+      return InvalidArgumentError("tools: \"strict\": true with tool_choice \"auto\" cannot be combined with "
+                                  "response_format or structured_outputs");
+    }
+    if (strict.has_value()) so = std::move(strict);
   }
   if (so.has_value() && parser->reasoning_parser == "qwen3" && parser->starts_in_reasoning) {
     std::optional<int32_t> think_end = tok.TokenToId("</think>");

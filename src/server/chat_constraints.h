@@ -1,6 +1,8 @@
 // Fits a chat request's output constraint to how the model writes its answer:
 //  * a forced tool call (tool_choice "required" or named) becomes the call grammar in
 //    the model's own format, and the tool parser reads the call back;
+//  * with tool_choice "auto", calls of tools marked "strict": true are constrained
+//    from their opening on, the rest of the text stays free;
 //  * with --reasoning-parser qwen3 and a prompt that leaves the model thinking, the
 //    grammar starts after </think>, so the reasoning stays free and the constrained
 //    text lands in `content` (vLLM's reasoning-aware structured outputs). When the

@@ -48,7 +48,13 @@ Status ParseVllmFields(const OrderedJson& o, const std::string& prefix, const st
     PAGELLM_RETURN_IF_ERROR(set(StructuredOutputKind::kJsonObject, "", "json_object"));
   }
   if (Has(o, key("structural_tag").c_str())) {
-    return InvalidArgumentError(fmt::format("{}{}: not supported", where, key("structural_tag")));
+    // vLLM takes the tag as its JSON text; an object is accepted as well.
+    const OrderedJson& t = o[key("structural_tag")];
+    if (!t.is_string() && !t.is_object()) {
+      return InvalidArgumentError(fmt::format("{}{}: must be a JSON string", where, key("structural_tag")));
+    }
+    PAGELLM_RETURN_IF_ERROR(set(StructuredOutputKind::kStructuralTag, t.is_string() ? t.get<std::string>() : t.dump(),
+                                "structural_tag"));
   }
   if (out->has_value()) {
     std::string ws_key = prefix.empty() ? "whitespace_pattern" : "guided_whitespace_pattern";
@@ -84,9 +90,11 @@ Status ParseResponseFormat(const OrderedJson& rf, std::optional<StructuredOutput
     p.kind = StructuredOutputKind::kJson;
     p.spec = js["schema"].dump();
   } else if (type == "structural_tag") {
-    return InvalidArgumentError("response_format: type 'structural_tag' is not supported");
+    p.kind = StructuredOutputKind::kStructuralTag;  // structures and triggers, checked when compiled
+    p.spec = rf.dump();
   } else {
-    return InvalidArgumentError(fmt::format("response_format.type: '{}' is not one of text, json_object, json_schema", type));
+    return InvalidArgumentError(
+        fmt::format("response_format.type: '{}' is not one of text, json_object, json_schema, structural_tag", type));
   }
   *out = std::move(p);
   return OkStatus();

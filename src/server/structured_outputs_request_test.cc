@@ -43,13 +43,25 @@ TEST(StructuredOutputsRequestTest, VllmObjectAndAliases) {
   EXPECT_EQ((*gram)->kind, StructuredOutputKind::kGrammar);
 }
 
+TEST(StructuredOutputsRequestTest, StructuralTags) {
+  // The tag's own checks (structures, triggers) run when the engine compiles it.
+  auto rf = Parse(R"({"response_format":{"type":"structural_tag","structures":[{"begin":"<f>","schema":{},"end":"</f>"}],"triggers":["<f"]}})");
+  ASSERT_TRUE(rf.ok() && rf->has_value());
+  EXPECT_EQ((*rf)->kind, StructuredOutputKind::kStructuralTag);
+  EXPECT_NE((*rf)->spec.find("\"triggers\""), std::string::npos);
+  auto so = Parse(R"({"structured_outputs":{"structural_tag":"{\"structures\": [], \"triggers\": []}"}})");
+  ASSERT_TRUE(so.ok() && so->has_value());
+  EXPECT_EQ((*so)->kind, StructuredOutputKind::kStructuralTag);
+  EXPECT_EQ((*so)->spec, R"({"structures": [], "triggers": []})");
+}
+
 TEST(StructuredOutputsRequestTest, WhatCannotBeHonouredIsAnError) {
-  for (const char* bad : {R"({"response_format":{"type":"structural_tag","format":{}}})",
-                          R"({"response_format":{"type":"json_schema"}})",
+  for (const char* bad : {R"({"response_format":{"type":"json_schema"}})",
                           R"({"response_format":{"type":"xml"}})",
                           R"({"response_format":"json"})",
                           R"({"structured_outputs":{"regex":"a","choice":["a"]}})",
-                          R"({"structured_outputs":{"structural_tag":"{}"}})",
+                          R"({"structured_outputs":{"structural_tag":5}})",
+                          R"({"structured_outputs":{"structural_tag":"{}","regex":"a"}})",
                           R"({"response_format":{"type":"json_object"},"guided_regex":"a"})",
                           R"({"guided_choice":[]})"}) {
     EXPECT_FALSE(Parse(bad).ok()) << bad;

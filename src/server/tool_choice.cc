@@ -24,6 +24,34 @@ StatusOr<ToolChoice> ParseToolChoice(const OrderedJson& tc) {
   return out;
 }
 
+namespace {
+
+OrderedJson ParametersOf(const OrderedJson& function) {
+  return function.contains("parameters") && !function["parameters"].is_null() ? function["parameters"]
+                                                                              : OrderedJson{{"type", "object"}};
+}
+
+}  // namespace
+
+StatusOr<std::optional<StructuredOutputsParams>> StrictAutoToolCallConstraint(const OrderedJson& tools,
+                                                                              const std::string& tool_parser) {
+  OrderedJson strict = OrderedJson::array();
+  for (const OrderedJson& t : tools.is_array() ? tools : OrderedJson::array()) {
+    const OrderedJson& f = t["function"];  // shape checked by ValidateTools
+    if (f.value("strict", OrderedJson(false)) != true) continue;
+    strict.push_back({{"name", f["name"].get<std::string>()}, {"parameters", ParametersOf(f)}});
+  }
+  if (strict.empty()) return std::optional<StructuredOutputsParams>();
+  if (tool_parser != "hermes" && tool_parser != "qwen3_coder") {
+    return InvalidArgumentError(fmt::format(
+        "tools: \"strict\": true cannot be enforced with --tool-call-parser {} (hermes and qwen3_coder can)", tool_parser));
+  }
+  StructuredOutputsParams p;
+  p.kind = StructuredOutputKind::kToolCalls;
+  p.spec = OrderedJson{{"format", tool_parser}, {"mode", "auto"}, {"tools", strict}}.dump();
+  return std::optional<StructuredOutputsParams>(std::move(p));
+}
+
 StatusOr<StructuredOutputsParams> ForcedToolCallConstraint(const ToolChoice& choice, const OrderedJson& tools,
                                                            const std::string& tool_parser) {
   if (!tools.is_array() || tools.empty()) {
@@ -34,9 +62,7 @@ StatusOr<StructuredOutputsParams> ForcedToolCallConstraint(const ToolChoice& cho
     const OrderedJson& f = t["function"];
     std::string name = f["name"].get<std::string>();
     if (choice.mode == "named" && name != choice.name) continue;
-    OrderedJson params = f.contains("parameters") && !f["parameters"].is_null() ? f["parameters"]
-                                                                                 : OrderedJson{{"type", "object"}};
-    spec_tools.push_back({{"name", name}, {"parameters", params}});
+    spec_tools.push_back({{"name", name}, {"parameters", ParametersOf(f)}});
   }
   if (spec_tools.empty()) {
     return InvalidArgumentError(fmt::format("tool_choice: function '{}' is not in tools", choice.name));

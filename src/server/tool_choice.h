@@ -14,6 +14,7 @@
 // the model.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/json.h"
@@ -35,5 +36,12 @@ StatusOr<ToolChoice> ParseToolChoice(const OrderedJson& tool_choice);
 // named function is not among the tools or there are no tools.
 StatusOr<StructuredOutputsParams> ForcedToolCallConstraint(const ToolChoice& choice, const OrderedJson& tools,
                                                            const std::string& tool_parser);
+
+// tool_choice "auto" with tools marked "strict": true: the text stays free, but a call
+// of a strict tool, from its opening in the model's format on, must be a valid call
+// (structural_tag.h). nullopt when no tool is strict. 400 when the format cannot be
+// constrained (a tool parser other than hermes / qwen3_coder).
+StatusOr<std::optional<StructuredOutputsParams>> StrictAutoToolCallConstraint(const OrderedJson& tools,
+                                                                              const std::string& tool_parser);
 
 }  // namespace pagellm::server

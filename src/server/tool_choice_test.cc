@@ -51,5 +51,23 @@ TEST(ToolChoiceTest, UnknownNameOrNoToolsIsAnErrorNamingToolChoice) {
   EXPECT_FALSE(ForcedToolCallConstraint({"required", ""}, OrderedJson(), "hermes").ok());
 }
 
+TEST(ToolChoiceTest, AutoConstrainsOnlyStrictTools) {
+  auto none = StrictAutoToolCallConstraint(kTools, "hermes");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());  // no strict tool: nothing to constrain
+  OrderedJson tools = kTools;
+  tools[0]["function"]["strict"] = true;
+  auto strict = StrictAutoToolCallConstraint(tools, "qwen3_coder");
+  ASSERT_TRUE(strict.ok() && strict->has_value());
+  OrderedJson spec = OrderedJson::parse((*strict)->spec);
+  EXPECT_EQ(spec["mode"], "auto");
+  EXPECT_EQ(spec["format"], "qwen3_coder");
+  ASSERT_EQ(spec["tools"].size(), 1u);
+  EXPECT_EQ(spec["tools"][0]["name"], "get_weather");
+  auto other = StrictAutoToolCallConstraint(tools, "llama3_json");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("llama3_json"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pagellm::server

@@ -157,14 +157,41 @@ const cases = [
     for await (const chunk of s) for (const c of chunk.choices) texts[c.index] += c.delta?.content ?? "";
     for (const t of texts) assert.ok(schemaValidator(noSpace)(JSON.parse(t)), t);
   }],
+  ["structural_tag: free text, and each tagged part valid JSON between its begin and end", async () => {
+    // A bias on the trigger "@" makes the random model open a part whenever the text is
+    // free; the mask alone decides what follows (the rest of begin, the schema, end).
+    const [at] = (await (await fetch(`${server.url}/tokenize`, { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "@" }) })).json()).tokens;
+    const point = { type: "object", properties: { x: { type: "integer", minimum: 0, maximum: 9 }, y: { enum: ["a", "b"] } },
+      required: ["x", "y"], additionalProperties: false };
+    const tag = { type: "structural_tag", triggers: ["@"],
+      structures: [{ begin: "@point ", schema: point, end: ";" }, { begin: "@flag ", schema: { type: "boolean" }, end: ";" }] };
+    const check = schemaValidator(point);
+    for (const [where, req] of [["response_format", { response_format: tag }],
+      ["structured_outputs", { structured_outputs: { structural_tag: JSON.stringify(tag) } }]]) {
+      const r = await client.completions.create({ model: "tiny", prompt: "points:", max_tokens: 120, seed: 1,
+        logit_bias: { ...kQuoteBias, [at]: 100 }, ...req });
+      const text = r.choices[0].text;
+      const parts = [...text.matchAll(/@(point|flag) ([\s\S]*?);/g)];
+      assert.ok(parts.length >= 2, `${where}: ${text}`);
+      for (const [, kind, body] of parts) {
+        assert.ok(kind === "point" ? check(JSON.parse(body)) : typeof JSON.parse(body) === "boolean", `${where}: ${body}`);
+      }
+      // Every "@" opens a part: the text after the last complete part is free text or
+      // the start of one cut by max_tokens.
+      const rest = text.split(/@(?:point|flag) [\s\S]*?;/);
+      for (const piece of rest.slice(0, -1)) assert.ok(!piece.includes("@"), `${where}: stray trigger in ${JSON.stringify(text)}`);
+    }
+  }],
   ["what cannot be honoured is a 400 in OpenAI's shape, and the server stays up", async () => {
     const bad = [
       [{ response_format: schemaOf({ type: "array", uniqueItems: true }) }, "uniqueItems"],
       [{ response_format: schemaOf({ not: { type: "string" } }) }, "not"],
       [{ response_format: schemaOf({ type: "integer", multipleOf: 5 }) }, "multipleOf"],
       [{ response_format: schemaOf({ $ref: "https://example.com/s.json" }) }, "$ref"],
-      [{ response_format: { type: "structural_tag", format: {} } }, "structural_tag"],
-      [{ structured_outputs: { structural_tag: "{}" } }, "structural_tag"],
+      [{ response_format: { type: "structural_tag", format: {} } }, "'format' form is not supported"],
+      [{ structured_outputs: { structural_tag: "{}" } }, "structural_tag.triggers"],
+      [{ response_format: { type: "structural_tag", triggers: ["<f"], structures: [{ begin: "<g>", end: "</g>" }] } }, "starts with no trigger"],
       [{ structured_outputs: { regex: "a(b" } }, "regex"],
       [{ structured_outputs: { grammar: "root ::= missing" } }, "missing"],
       [{ structured_outputs: { regex: "a", choice: ["a"] } }, "only one"],

@@ -1,8 +1,9 @@
 // End-to-end forced tool calls and reasoning-aware structured outputs through the
 // official `openai` SDK on a random-weight dummy model: tool_choice "required" / named
 // must yield calls whose arguments validate (ajv) against the tool's schema, in hermes
-// and qwen3_coder format, streaming and not; with --reasoning-parser qwen3 the grammar
-// starts after </think> and the JSON lands in `content`.
+// and qwen3_coder format, streaming and not; "auto" with strict tools leaves free text
+// alone; with --reasoning-parser qwen3 the grammar starts after </think> and the JSON
+// lands in `content`.
 //
 //   node tests/e2e/structured_tools_test.mjs build/pagellm [case-filter]
 import assert from "node:assert/strict";
@@ -98,6 +99,22 @@ const cases = [
       await assert.rejects(client.chat.completions.create({ model: "tiny", messages, tools, ...extra }),
         (e) => e.status === 400 && e.error?.param === "tool_choice" && e.message.includes(word), JSON.stringify(extra));
     }
+  }],
+  ["tool_choice auto with strict tools: free text stays free; strict + response_format is a 400", async () => {
+    // Only a call of a strict tool is constrained (from its <tool_call> line on; grammar
+    // tests cover the call itself): text that opens no call is what it is without strict.
+    const client = clientOf(coder);
+    const strictTools = tools.map((t) => ({ ...t, function: { ...t.function, strict: t.function.name === "get_weather" } }));
+    const base = { model: "tiny", messages, max_tokens: 24, temperature: 0, ignore_eos: true, ...noThink };
+    // tool_choice "none" renders the same prompt (the tools are in it) without any constraint.
+    const free = await client.chat.completions.create({ ...base, tools: strictTools, tool_choice: "none" });
+    const held = await client.chat.completions.create({ ...base, tools: strictTools });
+    assert.equal(held.choices[0].message.content, free.choices[0].message.content);
+    await assert.rejects(client.chat.completions.create({ ...base, tools: strictTools, response_format: { type: "json_object" } }),
+      (e) => e.status === 400 && e.message.includes("strict"));
+    // get_time's pattern cannot be written in the XML form: strict there is refused, not dropped.
+    await assert.rejects(client.chat.completions.create({ ...base, tools: tools.map((t) => ({ ...t, function: { ...t.function, strict: true } })) }),
+      (e) => e.status === 400 && e.message.includes("pattern"));
   }],
   ["reasoning: the grammar starts after </think>, JSON in content", async () => {
     const client = clientOf(thinking);
