@@ -119,6 +119,12 @@ bool Automaton::NodeAccepting(int32_t node) {
   return node_accepting_[node] != 0;
 }
 
+int32_t Automaton::SingleNodeSet(int32_t node) {
+  if (node >= static_cast<int32_t>(single_node_set_.size())) single_node_set_.resize(node + 1, -1);
+  if (single_node_set_[node] < 0) single_node_set_[node] = InternSet({node});
+  return single_node_set_[node];
+}
+
 int32_t Automaton::InternSet(std::vector<int32_t> nodes) {
   if (nodes.empty()) return 0;
   std::sort(nodes.begin(), nodes.end());
@@ -152,6 +158,18 @@ void Automaton::StepNode(int32_t node, uint8_t byte, bool fresh, int depth, std:
 }
 
 int32_t Automaton::SlowStep(int32_t set, uint8_t byte) {
+  // Fast path, the common case of a grammar whose rules are all inlined: one node at
+  // the bottom of the stack and no calls, so the step is the DFA's and the result is
+  // that node's own single-node set (no vectors, no hashing of a set key).
+  if (sets_[set].nodes.size() == 1) {
+    const Node n = nodes_[sets_[set].nodes[0]];
+    if (n.parent < 0 && dstates_[n.dstate].calls.empty()) {
+      const int32_t next = DStep(n.dstate, byte);
+      const int32_t t = next == 0 ? 0 : SingleNodeSet(InternNode(next, -1));
+      set_trans_[static_cast<size_t>(set) * 256 + byte] = t;
+      return t;
+    }
+  }
   std::vector<int32_t> out;
   std::vector<int32_t> nodes = sets_[set].nodes;
   for (int32_t n : nodes) StepNode(n, byte, false, 0, &out);

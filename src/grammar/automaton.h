@@ -66,6 +66,7 @@ class Automaton {
   int32_t RuleStart(int32_t rule);
   int32_t InternNode(int32_t dstate, int32_t parent);
   int32_t InternSet(std::vector<int32_t> nodes);
+  int32_t SingleNodeSet(int32_t node);  // InternSet({node}), memoized by node
   bool NodeAccepting(int32_t node);
   void StepNode(int32_t node, uint8_t byte, bool fresh, int depth, std::vector<int32_t>* out);
 
@@ -80,6 +81,7 @@ class Automaton {
   std::vector<ConfigSet> sets_;
   std::unordered_map<std::string, int32_t> set_ids_;
   std::vector<int32_t> set_trans_;  // [sets x 256], -1 unknown, 0 dead
+  std::vector<int32_t> single_node_set_;  // [nodes] -> set id of {node}, -1 unknown
   std::vector<uint32_t> stamp_;     // closure visit marks, [nfa states]
   uint32_t stamp_now_ = 0;
   int32_t start_ = 0;
