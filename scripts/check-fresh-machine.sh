@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks that the README's two commands work on a fresh Debian 12 machine: builds a
 # minimal Debian 12 root with debootstrap in a scratch folder, clones the committed state
-# of this repository into it, and runs, inside a chroot (with /proc, /sys and /dev
-# mounted; services bind loopback only):
+# of this repository into it, and runs, inside a chroot (the root bind-mounted onto
+# itself, /proc, /sys and /dev mounted; services bind loopback or network namespaces
+# the tests make):
 #     bash scripts/run-demo.sh     (set up, serve the default model, answer a request)
 #     bash scripts/run-tests.sh    (set up, pass the tests)
 # Then prints how long each took and what failed. Nothing installed on this machine by
@@ -48,6 +49,10 @@ cleanup() {
   for p in /proc/[0-9]*; do
     [ "$(readlink "$p/root" 2>/dev/null)" = "$ROOT" ] && kill -9 "${p#/proc/}" 2>/dev/null || true
   done
+  # Mounts made inside the root (ip netns add binds /run/netns/NAME) go before ours.
+  awk -v r="$ROOT/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount -l "${MOUNTS[$i]}" 2>/dev/null || true; done
   if [ "$KEEP" -eq 0 ]; then rm -rf "$ROOT" "$WORK/root-base"; else echo "kept $ROOT"; fi
   echo "logs: $LOGS"
@@ -81,6 +86,10 @@ deb $MIRROR bookworm-updates main
 deb http://deb.debian.org/debian-security bookworm-security main
 EOF
   cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+  # The root must be a mount point of its own: `ip netns exec` (the multi-host tests)
+  # runs `mount --make-rslave /`, which fails with EINVAL on a plain directory.
+  mount --bind "$ROOT" "$ROOT"
+  MOUNTS+=("$ROOT")
   for m in proc sys dev dev/pts; do
     mkdir -p "$ROOT/$m"
     case $m in
