@@ -13,7 +13,8 @@
 // Step() on a config set is a table lookup once computed ([sets x 256]), so the mask
 // walk over the token trie costs one load per trie node in the common case. A grammar
 // whose rules are all inlined never pushes: its config sets are single nodes.
-// Not thread-safe (caches fill as it runs): one per matcher.
+// Not thread-safe (caches fill as it runs): matchers share one per grammar and vocabulary
+// and use it under MatcherShared::mu (matcher.h).
 #pragma once
 
 #include <cstdint>

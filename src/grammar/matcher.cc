@@ -5,7 +5,8 @@
 namespace pagellm::grammar {
 namespace {
 
-constexpr size_t kMaxCachedMasks = 64;  // ~1.2 MB at Qwen3's vocabulary
+constexpr size_t kMaxCachedMasks = 256;   // ~4.9 MB at Qwen3's vocabulary, per grammar
+constexpr int32_t kMaxSharedSets = 200'000;  // config sets before matchers start a fresh automaton
 
 }  // namespace
 
@@ -17,8 +18,23 @@ StatusOr<std::shared_ptr<const CompiledGrammar>> CompileGrammar(const Grammar& g
   return std::shared_ptr<const CompiledGrammar>(std::move(g));
 }
 
+std::shared_ptr<MatcherShared> CompiledGrammar::SharedFor(const TokenVocab* vocab) const {
+  std::lock_guard<std::mutex> lock(shared_mu_);
+  for (auto& [v, shared] : shared_) {
+    if (v != vocab) continue;
+    std::lock_guard<std::mutex> inner(shared->mu);
+    if (shared->automaton->num_sets() <= kMaxSharedSets) return shared;
+    shared = nullptr;  // grown too large: replaced below
+  }
+  std::erase_if(shared_, [&](const auto& e) { return e.first == vocab; });
+  auto fresh = std::make_shared<MatcherShared>();
+  fresh->automaton = std::make_unique<Automaton>(nfa);
+  shared_.push_back({vocab, fresh});
+  return fresh;
+}
+
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const TokenVocab* vocab)
-    : grammar_(std::move(grammar)), vocab_(vocab), automaton_(std::make_unique<Automaton>(grammar_->nfa)) {
+    : grammar_(std::move(grammar)), vocab_(vocab), shared_(grammar_->SharedFor(vocab)), automaton_(shared_->automaton.get()) {
   history_.push_back(automaton_->start());
   walk_states_.assign(std::max(vocab_->all().max_depth, 1) + 1, 0);
 }
@@ -32,6 +48,7 @@ int32_t Matcher::Advance(int32_t set, std::string_view bytes) {
 }
 
 bool Matcher::AcceptToken(int32_t token) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
   int32_t cur = history_.back();
   if (cur == kEnded || token < 0 || token >= vocab_->num_rows()) return false;
   if (vocab_->is_eos(token)) {
@@ -48,6 +65,7 @@ bool Matcher::AcceptToken(int32_t token) {
 
 bool Matcher::AcceptBytes(std::string_view bytes) {
   if (history_.back() == kEnded) return false;
+  std::lock_guard<std::mutex> lock(shared_->mu);
   int32_t next = Advance(history_.back(), bytes);
   if (next == 0) return false;
   history_.push_back(next);
@@ -61,12 +79,16 @@ void Matcher::Rollback(int32_t n) {
 
 bool Matcher::IsAccepting() const {
   int32_t cur = history_.back();
-  return cur == kEnded || automaton_->Accepting(cur);
+  if (cur == kEnded) return true;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return automaton_->Accepting(cur);
 }
 
 bool Matcher::IsTerminated() {
   int32_t cur = history_.back();
-  return cur == kEnded || automaton_->Terminated(cur);
+  if (cur == kEnded) return true;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return automaton_->Terminated(cur);
 }
 
 void Matcher::Walk(const TokenTrie& trie, int32_t start, std::span<uint32_t> words) {
@@ -97,7 +119,9 @@ void Matcher::FillMask(std::span<uint32_t> words) {
   std::fill(words.begin(), words.end(), 0);
   int32_t cur = history_.back();
   if (cur == kEnded) return;
-  if (auto it = mask_cache_.find(cur); it != mask_cache_.end()) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  auto& mask_cache = shared_->mask_cache;
+  if (auto it = mask_cache.find(cur); it != mask_cache.end()) {
     std::copy(it->second.begin(), it->second.end(), words.begin());
     return;
   }
@@ -113,14 +137,15 @@ void Matcher::FillMask(std::span<uint32_t> words) {
       if (e >= 0 && e < vocab_->num_rows()) words[e >> 5] |= 1u << (e & 31);
     }
   }
-  if (mask_cache_.size() >= kMaxCachedMasks) mask_cache_.clear();
-  mask_cache_.emplace(cur, std::vector<uint32_t>(words.begin(), words.end()));
+  if (mask_cache.size() >= kMaxCachedMasks) mask_cache.clear();
+  mask_cache.emplace(cur, std::vector<uint32_t>(words.begin(), words.end()));
 }
 
 void Matcher::FillMaskReference(std::span<uint32_t> words) {
   std::fill(words.begin(), words.end(), 0);
   int32_t cur = history_.back();
   if (cur == kEnded) return;
+  std::lock_guard<std::mutex> lock(shared_->mu);
   for (int32_t id = 0; id < vocab_->num_rows(); ++id) {
     bool ok;
     if (vocab_->is_eos(id)) {

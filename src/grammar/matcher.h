@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -29,10 +30,28 @@
 
 namespace pagellm::grammar {
 
-// Immutable once built; shared (shared_ptr) by every matcher of the grammar.
+// What the matchers of one grammar over one vocabulary share: the lazily built
+// automaton and the masks of the states seen so far, so the second request with a
+// schema finds the states and masks the first one built. Guarded by `mu` (matchers
+// may live on different threads).
+struct MatcherShared {
+  std::mutex mu;
+  std::unique_ptr<Automaton> automaton;
+  std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache;
+};
+
+// The NFA is immutable once built; shared (shared_ptr) by every matcher of the grammar,
+// which also share its MatcherShared per vocabulary.
 struct CompiledGrammar {
   Nfa nfa;
   int32_t num_rules = 0;
+  // The runtime matchers over `vocab` share; a fresh one once the automaton has grown
+  // past a bound (matchers holding the old one keep it).
+  std::shared_ptr<MatcherShared> SharedFor(const TokenVocab* vocab) const;
+
+ private:
+  mutable std::mutex shared_mu_;
+  mutable std::vector<std::pair<const TokenVocab*, std::shared_ptr<MatcherShared>>> shared_;
 };
 
 StatusOr<std::shared_ptr<const CompiledGrammar>> CompileGrammar(const Grammar& grammar);
@@ -65,10 +84,10 @@ class Matcher {
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   const TokenVocab* vocab_;
-  std::unique_ptr<Automaton> automaton_;
+  std::shared_ptr<MatcherShared> shared_;
+  Automaton* automaton_ = nullptr;  // shared_->automaton, used under shared_->mu
   std::vector<int32_t> history_;  // config set after each accepted token; [0] = start
   std::vector<int32_t> walk_states_;
-  std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache_;
 };
 
 }  // namespace pagellm::grammar

@@ -1,6 +1,7 @@
 // Matcher: masks equal the token-by-token reference, EOS only where accepting,
 // rollback restores the state, padding rows are never allowed.
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -21,8 +22,9 @@ std::vector<int32_t> Allowed(std::span<const uint32_t> words, int32_t rows) {
 
 // Random walks through the grammar: at every step the fast mask equals the reference,
 // and the sampled token is accepted.
-void CheckRandomWalks(const std::shared_ptr<const CompiledGrammar>& g, const TokenVocab& v, int walks, int steps) {
-  std::mt19937 rng(1234);
+void CheckRandomWalks(const std::shared_ptr<const CompiledGrammar>& g, const TokenVocab& v, int walks, int steps,
+                      uint32_t seed = 1234) {
+  std::mt19937 rng(seed);
   std::vector<uint32_t> fast(v.num_words()), ref(v.num_words());
   for (int w = 0; w < walks; ++w) {
     Matcher m(g, &v);
@@ -57,6 +59,28 @@ TEST(MatcherTest, MaskEqualsReferenceOnRecursiveGrammar) {
   auto gb = ParseGbnf("root ::= item (\", \" item)*\nitem ::= \"[\" root? \"]\" | [a-c]+ | \"\\u4f60\"");
   ASSERT_TRUE(gb.ok()) << gb.status();
   CheckRandomWalks(testing::MustCompile(*gb), *v, 20, 40);
+}
+
+TEST(MatcherTest, MatchersOfOneGrammarShareStatesAcrossThreads) {
+  // Every matcher of a compiled grammar over a vocabulary uses one automaton and mask
+  // cache: walks on four threads at once still see exactly the reference masks, each
+  // with its own history.
+  auto v = testing::SmallVocab();
+  auto g = JsonSchemaToGrammar(OrderedJson::parse(R"({"type": "object", "properties": {
+      "a": {"type": "array", "items": {"type": "string", "maxLength": 6}}, "b": {"enum": ["x", "yz"]}}})"), {});
+  ASSERT_TRUE(g.ok());
+  auto compiled = testing::MustCompile(*g);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < 4; ++t) threads.emplace_back([&, t] { CheckRandomWalks(compiled, *v, 8, 40, 77 + t); });
+  for (std::thread& t : threads) t.join();
+  Matcher a(compiled, v.get()), b(compiled, v.get());
+  ASSERT_TRUE(a.AcceptBytes("{\"b\": "));
+  std::vector<uint32_t> ma(v->num_words()), mb(v->num_words()), ref(v->num_words());
+  a.FillMask(ma);
+  b.FillMask(mb);
+  b.FillMaskReference(ref);
+  EXPECT_NE(ma, mb);  // different states, different masks from the shared cache
+  EXPECT_EQ(mb, ref);
 }
 
 TEST(MatcherTest, EosOnlyWhereAcceptingAndTerminates) {
