@@ -20,12 +20,16 @@ StatusOr<std::shared_ptr<const CompiledGrammar>> CompileGrammar(const Grammar& g
 
 std::shared_ptr<MatcherShared> CompiledGrammar::SharedFor(const TokenVocab* vocab) const {
   std::lock_guard<std::mutex> lock(shared_mu_);
-  for (auto& [v, shared] : shared_) {
+  for (const auto& [v, shared] : shared_) {
     if (v != vocab) continue;
-    std::lock_guard<std::mutex> inner(shared->mu);
-    if (shared->automaton->num_sets() <= kMaxSharedSets) return shared;
-    shared = nullptr;  // grown too large: replaced below
+    bool small;
+    {
+      std::lock_guard<std::mutex> inner(shared->mu);
+      small = shared->automaton->num_sets() <= kMaxSharedSets;
+    }
+    if (small) return shared;
   }
+  // Grown too large (or none yet): matchers holding the old one keep it.
   std::erase_if(shared_, [&](const auto& e) { return e.first == vocab; });
   auto fresh = std::make_shared<MatcherShared>();
   fresh->automaton = std::make_unique<Automaton>(nfa);
