@@ -16,6 +16,8 @@
 
 #include "engine/llm_engine.h"
 #include "engine/memory_plan.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dnnl_matmul.h"
 #include "engine_test_util.h"
 
 namespace pagellm::testing {
@@ -144,8 +146,10 @@ TEST(EngineAdmissionTest, MemoryPlanCountsRepackedBf16WeightsOnce) {
   const MemoryPlan& plan = core->memory_plan();
   ASSERT_GT(plan.prepared_weight_bytes, 0);
   // The pages dropped are the whole pages inside the repacked tensors: nearly all of them
-  // (the copies also hold strip padding, so they are a little larger).
-  EXPECT_GT(plan.released_weight_bytes, plan.prepared_weight_bytes / 2);
+  // (the copies also hold strip padding, so they are a little larger). With AMX oneDNN
+  // keeps a second copy for M > 4 (cpu_backend.h), counted too, replacing nothing.
+  const int64_t copies = DnnlUsesAmx() && DetectCpuIsa() == CpuIsa::kAvx512 && !BatchInvariantDefault() ? 2 : 1;
+  EXPECT_GT(plan.released_weight_bytes, plan.prepared_weight_bytes / (2 * copies));
   EXPECT_LE(plan.released_weight_bytes, plan.prepared_weight_bytes);
   EXPECT_THAT(plan.Summary(), HasSubstr("which replace"));
   // The model still runs after its file pages went (the embedding reads the mapping):

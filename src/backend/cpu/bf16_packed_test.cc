@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dnnl_matmul.h"
 #include "backend/cpu/kernel_test_data.h"
 #include "tensor/half.h"
 
@@ -145,20 +146,61 @@ TEST(Bf16Packed, CpuBackendRepacksBf16AndCountsTheCopy) {
   const int64_t n = 70, k = 96;
   const std::vector<uint16_t> w = RandomBf16(static_cast<size_t>(n * k), 21);
   const std::vector<float> x = RandomFloats(static_cast<size_t>(5 * k), 22, 1.0f);
-  CpuBackend cpu;  // the ISA PAGELLM_ISA asks for, else the best
-  ASSERT_TRUE(cpu.options().repack_bf16);
-  const bool avx512 = cpu.options().isa == CpuIsa::kAvx512;
-  auto prepared = cpu.PrepareLinear(TensorView{const_cast<uint16_t*>(w.data()), DType::kBF16, {n, k}}, {});
-  ASSERT_TRUE(prepared.ok());
-  EXPECT_EQ(cpu.prepared_weight_bytes(), Bf16PackedWeight::Pack(w.data(), n, k)->owned_bytes());
-  for (int64_t m : {1, 5}) {
-    std::vector<float> got(static_cast<size_t>(m * n)), want(got.size());
-    cpu.Linear(**prepared, x.data(), m, got.data());
-    GemmBf16PackedReference(w.data(), n, k, x.data(), m, nullptr, want.data(), /*round_x_to_bf16=*/avx512);
-    ExpectBitEqual(got, want, "M=" + std::to_string(m) + (avx512 ? " avx512" : " avx2"));
+  const int64_t packed_bytes = Bf16PackedWeight::Pack(w.data(), n, k)->owned_bytes();
+  for (bool batch_invariant : {true, false}) {
+    CpuBackendOptions opts;  // the ISA PAGELLM_ISA asks for, else the best
+    opts.batch_invariant = batch_invariant;
+    CpuBackend cpu(opts);
+    ASSERT_TRUE(cpu.options().repack_bf16);
+    const bool avx512 = cpu.options().isa == CpuIsa::kAvx512;
+    // With AMX and batch invariance off, oneDNN keeps a copy for M > 4 too.
+    const bool amx = avx512 && DnnlUsesAmx() && !batch_invariant;
+    const std::string what = std::string(batch_invariant ? "batch invariant" : "default") + (avx512 ? " avx512" : " avx2");
+    auto prepared = cpu.PrepareLinear(TensorView{const_cast<uint16_t*>(w.data()), DType::kBF16, {n, k}}, {});
+    ASSERT_TRUE(prepared.ok());
+    if (amx) {
+      EXPECT_GT(cpu.prepared_weight_bytes(), packed_bytes) << what;
+    } else {
+      EXPECT_EQ(cpu.prepared_weight_bytes(), packed_bytes) << what;
+    }
+    for (int64_t m : {1, 5}) {
+      std::vector<float> got(static_cast<size_t>(m * n)), want(got.size());
+      cpu.Linear(**prepared, x.data(), m, got.data());
+      GemmBf16PackedReference(w.data(), n, k, x.data(), m, nullptr, want.data(), /*round_x_to_bf16=*/avx512);
+      if (amx && m > cpu.options().gemv_max_rows) {
+        // oneDNN's AMX kernel: bf16 x, fp32 sums in its own order.
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3f * (1.0f + std::abs(want[i]))) << what << " at " << i;
+      } else {
+        ExpectBitEqual(got, want, what + " M=" + std::to_string(m));
+      }
+    }
+    prepared->reset();
+    EXPECT_EQ(cpu.prepared_weight_bytes(), 0) << what;
   }
-  prepared->reset();
-  EXPECT_EQ(cpu.prepared_weight_bytes(), 0);
+}
+
+// The default CpuBackend computes each row of a bf16 linear to the same bits whatever
+// else shares the call, on AMX machines too (no oneDNN copy: cpu_backend.h). Qwen3-0.6B's
+// shapes and tiny ones (where oneDNN's own rows change between M = 1 and M = 5).
+TEST(Bf16Packed, RowsDoNotDependOnTheBatch) {
+  CpuBackend cpu;
+  ASSERT_TRUE(cpu.options().batch_invariant);
+  struct Shape { int64_t n, k; };
+  for (Shape s : {Shape{3072, 1024}, Shape{1024, 3072}, Shape{96, 64}, Shape{64, 256}}) {
+    const std::vector<uint16_t> w = RandomBf16(static_cast<size_t>(s.n * s.k), 31);
+    const int64_t max_m = 200;
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(max_m * s.k), 32, 1.0f);
+    auto prepared = cpu.PrepareLinear(TensorView{const_cast<uint16_t*>(w.data()), DType::kBF16, {s.n, s.k}}, {});
+    ASSERT_TRUE(prepared.ok());
+    std::vector<float> alone(static_cast<size_t>(max_m * s.n));
+    for (int64_t r = 0; r < max_m; ++r) cpu.Linear(**prepared, x.data() + r * s.k, 1, alone.data() + r * s.n);
+    for (int64_t m : {int64_t{2}, int64_t{5}, int64_t{16}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{130}, max_m}) {
+      std::vector<float> got(static_cast<size_t>(m * s.n));
+      cpu.Linear(**prepared, x.data(), m, got.data());
+      ExpectBitEqual(got, std::vector<float>(alone.begin(), alone.begin() + m * s.n),
+                     "N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) + " M=" + std::to_string(m));
+    }
+  }
 }
 
 }  // namespace

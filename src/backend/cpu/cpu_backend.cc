@@ -113,6 +113,7 @@ bool EnvIsNotZero(const char* name) {
 
 bool Q8_0RepackDefault() { return EnvIsNotZero("PAGELLM_Q8_0_REPACK"); }
 bool Bf16RepackDefault() { return EnvIsNotZero("PAGELLM_BF16_REPACK"); }
+bool BatchInvariantDefault() { return EnvIsNotZero("PAGELLM_BATCH_INVARIANT"); }
 
 CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
   if (options_.isa == CpuIsa::kAvx512 && !CpuSupportsAvx512Bf16()) {
@@ -201,8 +202,11 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
     }
     // The packed bf16 kernel matches oneDNN's avx512_bf16 matmul at every M (kernel_bench;
     // below AVX-512 oneDNN 2.6 has no bf16 matmul at all), so oneDNN's copy is only worth
-    // its memory when it brings AMX.
-    if (options_.use_dnnl && (prepared->bf16 == nullptr || DnnlUsesAmx())) {
+    // its memory when it brings AMX (an AVX-512 machine's, so not under PAGELLM_ISA=avx2,
+    // which runs the baseline everywhere), and only when batch invariance is off.
+    const bool amx_copy = prepared->bf16 != nullptr && options_.isa == CpuIsa::kAvx512 && DnnlUsesAmx() &&
+                          !options_.batch_invariant;
+    if (options_.use_dnnl && (prepared->bf16 == nullptr || amx_copy)) {
       auto dnnl = DnnlMatmul::Create(weight);
       if (dnnl.ok()) {
         prepared->dnnl = std::move(dnnl).value();

@@ -3,7 +3,8 @@
 // Linear layers: bf16 weights are repacked at PrepareLinear into 16-row strips
 // (bf16_packed.h) that one kernel per ISA runs for every M, at memory bandwidth for
 // decode and at oneDNN's avx512_bf16 speed for prefill; oneDNN (dnnl_matmul.h) then
-// keeps a copy only when it has AMX, for M > gemv_max_rows. f16/f32 weights (and bf16
+// keeps a copy only when it has AMX, for M > gemv_max_rows, and only with batch
+// invariance off (PAGELLM_BATCH_INVARIANT=0, see batch_invariant below). f16/f32 weights (and bf16
 // with repack_bf16 = false) run the hand-written GEMV (gemv.h) on the weights in place
 // for M <= gemv_max_rows and oneDNN matmul on weights packed at load above. Linear and attention have AVX2 and AVX-512 kernels picked by `isa`;
 // the element-wise ops (norm, RoPE, SiLU, KV writes) are AVX2 code on both paths since
@@ -37,6 +38,9 @@ namespace pagellm {
 bool Q8_0RepackDefault();
 // False when PAGELLM_BF16_REPACK=0 is set, else true.
 bool Bf16RepackDefault();
+// False when PAGELLM_BATCH_INVARIANT=0 is set, else true (vLLM's VLLM_BATCH_INVARIANT,
+// on by default here: exact outputs come first).
+bool BatchInvariantDefault();
 
 struct CpuBackendOptions {
   CpuIsa isa = DetectCpuIsa();
@@ -52,6 +56,15 @@ struct CpuBackendOptions {
   // M, instead of the in-place GEMV plus oneDNN's copy (false: PAGELLM_BF16_REPACK=0, for
   // A/B runs).
   bool repack_bf16 = Bf16RepackDefault();
+  // bf16 weights on AMX: oneDNN's AMX matmul is 1.7-3.3x the packed kernel from M = 16
+  // up (16-sequence decode, 512-token prefill of Qwen3-0.6B), but rounds differently, so
+  // mixing the two by M makes a request's logits depend on how many rows share its step
+  // (batching, chunked prefill, speculative verification) and greedy tokens can flip at
+  // near-ties. oneDNN alone is no cure: it picks kernels by M, and rows of a tiny shape
+  // differ between M = 1 and M = 5. true (default): the packed kernel, batch invariant by
+  // construction, runs every M and no AMX copy is made, the numerics of a machine without
+  // AMX. false (PAGELLM_BATCH_INVARIANT=0): AMX for M > 4.
+  bool batch_invariant = BatchInvariantDefault();
 };
 
 class CpuBackend final : public Backend {
