@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Speculative decoding benchmark: a code-editing workload (the prompt holds the code to
-rewrite) through `pagellm generate`, n-gram speculation on and off, at 1 and 16
-sequences, greedy. Prints output tokens/s for each and the ratio, plus the acceptance
-the engine logged. Both arms run in the same invocation, one after the other.
+rewrite) through `pagellm generate`, speculation on and off, at 1 and 16 sequences,
+greedy. Prints output tokens/s for each and the ratio, plus the acceptance and the step
+times the engine logged. Both arms run in the same invocation, one after the other.
 
   python3 bench/spec/code_edit_bench.py --pagellm build/pagellm --model /tmp/pydoc [--seqs 1,16]
+  # a draft model instead of n-gram lookup; --draft-model = --model measures the
+  # verification overhead (every greedy draft accepted; drafts forced on at any batch):
+  python3 bench/spec/code_edit_bench.py --model /tmp/q06 --draft-model /tmp/q06 --seqs 1
 
 State the CPU (lscpu) and the load with the figures."""
 import argparse, json, os, re, subprocess, sys, tempfile, time
@@ -41,7 +44,12 @@ def run(args, n, spec):
                 f.write(json.dumps({"prompt": p, "max_tokens": args.max_tokens, "temperature": 0, "ignore_eos": True}) + "\n")
         cmd = [args.pagellm, "generate", "--model", args.model, "--input", inp, "--output", os.path.join(d, "out.jsonl"),
                "--max-num-seqs", str(n)]
-        if spec:
+        cmd += args.engine_flags
+        if spec and args.draft_model:
+            cfg = {"model": args.draft_model, "num_speculative_tokens": args.k}
+            if args.draft_model == args.model: cfg["disable_by_batch_size"] = 1 << 20
+            cmd += ["--speculative-config", json.dumps(cfg)]
+        elif spec:
             cmd += ["--speculative-config", json.dumps({"method": "ngram", "num_speculative_tokens": args.k,
                                                         "prompt_lookup_min": 2, "prompt_lookup_max": 4})]
         t0 = time.monotonic()
@@ -50,10 +58,11 @@ def run(args, n, spec):
         if p.returncode != 0:
             sys.exit(f"generate failed: {p.stderr[-2000:]}")
         acc = re.search(r"SpecDecoding metrics: (.*)", p.stderr)
+        steps = re.search(r"Decode step times: (.*)", p.stderr)
         with open(os.path.join(d, "out.jsonl")) as f:
             texts = [json.loads(l).get("text", "") for l in f]
         # Wall time includes loading (~1 s, the same in both arms): a conservative ratio.
-        return n * args.max_tokens / wall, (acc.group(1) if acc else ""), texts
+        return n * args.max_tokens / wall, (acc.group(1) if acc else ""), (steps.group(1) if steps else ""), texts
 
 def main():
     ap = argparse.ArgumentParser()
@@ -62,12 +71,17 @@ def main():
     ap.add_argument("--seqs", default="1,16")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--draft-model", default="", help="speculate with this draft model instead of n-gram lookup")
+    ap.add_argument("--engine-flags", default="", help="more flags for both arms, e.g. '--dtype bfloat16'")
     args = ap.parse_args()
+    args.engine_flags = args.engine_flags.split()
+    method = "draft model" if args.draft_model else "ngram"
     for n in [int(x) for x in args.seqs.split(",")]:
-        off, _, t_off = run(args, n, False)
-        on, acc, t_on = run(args, n, True)
+        off, _, steps_off, t_off = run(args, n, False)
+        on, acc, steps, t_on = run(args, n, True)
         same = "same text" if t_on == t_off else "TEXT DIFFERS"
-        print(f"{n:3d} seqs: off {off:8.1f} tok/s, ngram k={args.k} {on:8.1f} tok/s, {on / off:5.2f}x ({same}) {acc}")
+        print(f"{n:3d} seqs: off {off:8.1f} tok/s, {method} k={args.k} {on:8.1f} tok/s, {on / off:5.2f}x ({same}) {acc}")
+        print(f"          without speculation: {steps_off}\n          with: {steps}")
 
 if __name__ == "__main__":
     main()

@@ -62,7 +62,8 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
       ->capture_default_str();
   cmd->add_option("--speculative-config", c->speculative_config,
                   "speculative decoding as vLLM's JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
-                  "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' (n-gram prompt lookup; greedy output is unchanged)");
+                  "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' (n-gram prompt lookup) or '{\"model\": \"DRAFT_DIR\", "
+                  "\"num_speculative_tokens\": 4}' (a draft model); greedy output is unchanged");
   cmd->add_option("--tensor-parallel-size", c->tensor_parallel_size,
                   "ranks that each hold a shard of every layer of their pipeline stage (mp: at most 8 "
                   "ranks in all, on this host)")

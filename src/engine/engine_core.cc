@@ -26,6 +26,7 @@ namespace pagellm {
 EngineCore::EngineCore(const EngineConfig& config) : config_(config) {}
 EngineCore::~EngineCore() {
   if (spec_policy_ != nullptr) LogSpecDecodeSummary();
+  LogDecodeStepTimes();
   // The workers stop on the model's kShutdown before the group reaps them.
   runner_.reset();
   model_.reset();
@@ -46,9 +47,12 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::Create(const EngineConfig& con
 Status EngineCore::Init() {
   PAGELLM_ASSIGN_OR_RETURN(spec_config_, ParseSpeculativeConfig(config_.speculative_config));
   if (spec_config_.enabled()) {
-    ngram_ = std::make_unique<NgramProposer>(NgramProposerConfig{.min_n = spec_config_.prompt_lookup_min,
-                                                                 .max_n = spec_config_.prompt_lookup_max,
-                                                                 .num_speculative_tokens = spec_config_.num_speculative_tokens});
+    if (spec_config_.method == "ngram") {
+      ngram_ = std::make_unique<NgramProposer>(NgramProposerConfig{
+          .min_n = spec_config_.prompt_lookup_min,
+          .max_n = spec_config_.prompt_lookup_max,
+          .num_speculative_tokens = spec_config_.num_speculative_tokens});
+    }
     spec_policy_ = std::make_unique<SpecPolicy>(SpecPolicyConfig{
         .num_speculative_tokens = spec_config_.num_speculative_tokens,
         .disable_by_batch_size = spec_config_.disable_by_batch_size});
@@ -99,7 +103,8 @@ Status EngineCore::Init() {
     PAGELLM_ASSIGN_OR_RETURN(model_, CreateCausalLm(mc, loaded_.weights, *backend_, max_tokens, linear_options));
   }
   prepared_weight_bytes_ = backend_->prepared_weight_bytes() - prepared_before;
-  released_weight_bytes_ = ReleaseCopiedWeightPages();
+  released_weight_bytes_ = ReleaseCopiedWeightPages(loaded_.weights.embed_tokens);
+  if (spec_config_.method == "draft_model") PAGELLM_RETURN_IF_ERROR(LoadDraftModel(max_tokens));
   PAGELLM_RETURN_IF_ERROR(InitScheduler());
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_cache_, config_.block_size);
   SamplerConfig sc;
@@ -109,11 +114,51 @@ Status EngineCore::Init() {
   return OkStatus();
 }
 
-int64_t EngineCore::ReleaseCopiedWeightPages() {
+Status EngineCore::LoadDraftModel(int32_t max_num_tokens) {
+  LoadOptions load;
+  load.model_path = spec_config_.model;
+  load.load_format = config_.load_format;
+  load.dtype = config_.dtype;
+  load.seed = config_.seed;
+  StatusOr<LoadedModel> loaded = LoadModel(load);
+  if (!loaded.ok()) {
+    return Status(loaded.status().code(),
+                  fmt::format("--speculative-config: draft model {}: {}", spec_config_.model, loaded.status().message()));
+  }
+  draft_loaded_ = std::move(*loaded);
+  const ModelConfig& dc = draft_loaded_.config;
+  // Token ids pass between the two models as they are: the draft must know every id the
+  // tokenizer makes (a larger, padded embedding is fine: Qwen2.5's sizes differ so).
+  if (dc.vocab_size < tokenizer_->vocab_size()) {
+    return InvalidArgumentError(fmt::format(
+        "--speculative-config: the draft model's vocabulary ({} rows) is smaller than the tokenizer's ({} tokens): a "
+        "draft model must share the target's tokenizer", dc.vocab_size, tokenizer_->vocab_size()));
+  }
+  const int64_t prepared_before = backend_->prepared_weight_bytes();
+  backend_->TakeCopiedSources();
+  // The draft runs unsharded on rank 0 and unquantized (vLLM's draft takes its own
+  // quantization; --quantization names the target's).
+  PAGELLM_ASSIGN_OR_RETURN(draft_model_, CreateCausalLm(dc, draft_loaded_.weights, *backend_, max_num_tokens, {}));
+  if (draft_model_->state_bytes_per_slot() > 0) {
+    return InvalidArgumentError(fmt::format(
+        "--speculative-config: draft model {} ({}) has recurrent Gated DeltaNet layers; a draft model must be "
+        "attention-only (Qwen2/2.5 or Qwen3, dense or MoE)", spec_config_.model, dc.model_type));
+  }
+  const int64_t prepared = backend_->prepared_weight_bytes() - prepared_before;
+  const int64_t released = ReleaseCopiedWeightPages(draft_loaded_.weights.embed_tokens);
+  draft_loaded_bytes_ = static_cast<int64_t>(WeightBytes(draft_loaded_.weights));
+  prepared_weight_bytes_ += prepared;
+  released_weight_bytes_ += released;
+  PLOG_INFO("draft model {}: {}, {} layers, hidden {}, weights {:.3f} GiB", spec_config_.model, dc.model_type,
+            dc.num_hidden_layers, dc.hidden_size,
+            static_cast<double>(draft_loaded_bytes_ - released + prepared) / (1 << 30));
+  return OkStatus();
+}
+
+int64_t EngineCore::ReleaseCopiedWeightPages(const TensorView& embed) {
   // The embedding reads its table in place (a tied lm_head shares it): its pages come
   // back as rows are looked up, so they stay counted. Dropping pages twice is harmless
   // (the CPU backend already did as it packed); ReleasePages returns the bytes.
-  const TensorView& embed = loaded_.weights.embed_tokens;
   const auto* embed_begin = static_cast<const std::byte*>(embed.data);
   const auto* embed_end = embed_begin + embed.nbytes();
   int64_t released = 0;
@@ -134,6 +179,10 @@ Status EngineCore::InitScheduler() {
     return InvalidArgumentError(fmt::format("--block-size must be in [1, 1024], got {}", config_.block_size));
   }
   KvCacheSpec one_block = model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype);
+  // A draft model's KV cache gets as many blocks as the target's: a block costs both.
+  const int64_t draft_bytes_per_block =
+      draft_model_ != nullptr ? static_cast<int64_t>(draft_model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype).BytesPerBlock())
+                              : 0;
   MemoryPlanInputs in;
   const int32_t tp = std::max(config_.tensor_parallel_size, 1), pp = std::max(config_.pipeline_parallel_size, 1);
   const int32_t world = tp * pp;
@@ -141,7 +190,7 @@ Status EngineCore::InitScheduler() {
   // attention layers (and GDN layers), not rank 0's.
   const StageLoad load = LargestStage(mc, pp);
   one_block.num_layers = std::max(one_block.num_layers, load.attention_layers);
-  in.weight_bytes = world > 1 ? shard_bytes_ : static_cast<int64_t>(WeightBytes(loaded_.weights));
+  in.weight_bytes = (world > 1 ? shard_bytes_ : static_cast<int64_t>(WeightBytes(loaded_.weights))) + draft_loaded_bytes_;
   in.prepared_weight_bytes = prepared_weight_bytes_;
   in.released_weight_bytes = released_weight_bytes_;
   // Per rank: a shard's heads and MLP columns.
@@ -149,7 +198,7 @@ Status EngineCore::InitScheduler() {
   in.weight_formats = WeightFormatSummary(loaded_.weights);
   in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *
                        (4 * local.hidden_size + 2 * local.q_size() + 2 * local.kv_size() + 2 * local.intermediate_size) * 4;
-  in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock());
+  in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock()) + draft_bytes_per_block;
   in.block_size = config_.block_size;
   in.max_model_len = max_model_len_;
   in.kv_cache_memory_bytes = config_.kv_cache_memory_bytes;
@@ -198,6 +247,21 @@ Status EngineCore::InitScheduler() {
   // The block pool reserves block 0 as its null block: allocate one more.
   PAGELLM_ASSIGN_OR_RETURN(kv_cache_, PagedKvCache::Create(model_->MakeKvCacheSpec(plan_.num_blocks + 1,
                                                                                    config_.block_size, kv_dtype)));
+  if (draft_model_ != nullptr) {
+    PAGELLM_ASSIGN_OR_RETURN(draft_kv_, PagedKvCache::Create(draft_model_->MakeKvCacheSpec(
+                                            plan_.num_blocks + 1, config_.block_size, kv_dtype)));
+    const ModelConfig& dc = draft_model_->config();
+    DraftModelProposerOptions o;
+    o.block_size = config_.block_size;
+    o.num_blocks = plan_.num_blocks + 1;
+    o.max_num_batched_tokens = std::max(config_.max_num_batched_tokens, 1);
+    o.max_model_len = std::min<int32_t>(max_model_len_, static_cast<int32_t>(dc.max_position_embeddings));
+    o.num_valid_tokens = static_cast<int32_t>(std::min<int64_t>(
+        {static_cast<int64_t>(tokenizer_->vocab_size()), mc.vocab_size, dc.vocab_size}));
+    draft_ = std::make_unique<DraftModelProposer>(*draft_model_, *draft_kv_, o);
+    PLOG_INFO("draft model KV cache: {} blocks of {} tokens, {:.3f} GiB (in the plan above)", plan_.num_blocks,
+              config_.block_size, static_cast<double>(draft_kv_->total_bytes()) / (1 << 30));
+  }
   SchedulerConfig sc;
   sc.batch.max_num_batched_tokens = config_.max_num_batched_tokens;
   // A hybrid sequence runs only with a state slot: the slots are the concurrency limit.

@@ -32,6 +32,7 @@
 #include "runner/model_runner.h"
 #include "runner/sampler.h"
 #include "sched/scheduler.h"
+#include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "spec/spec_policy.h"
 #include "spec/speculative_config.h"
@@ -102,6 +103,8 @@ class EngineCore {
   // Read-only view of the scheduler (queues, KV block accounting) for tests and metrics:
   // scheduler().kv_cache().num_free_blocks() == memory_plan().num_blocks when idle.
   const Scheduler& scheduler() const { return *scheduler_; }
+  // The draft model's proposer (method draft_model), else nullptr; for tests.
+  const DraftModelProposer* draft_proposer() const { return draft_.get(); }
 
  private:
   explicit EngineCore(const EngineConfig& config);
@@ -109,7 +112,10 @@ class EngineCore {
   Status InitScheduler();
   // Drops the file pages of weights the backend copied; returns the bytes (the embedding's
   // pages stay counted).
-  int64_t ReleaseCopiedWeightPages();
+  int64_t ReleaseCopiedWeightPages(const TensorView& embed_tokens);
+  // --speculative-config with a draft "model": loads it next to the target (attention-
+  // only, the target's tokenizer); its KV cache is made with the scheduler's blocks.
+  Status LoadDraftModel(int32_t max_num_tokens);
   // Samples the rows of `logits` (verifying drafts: engine_spec.cc), feeds detokenizer
   // and stop checker, fills deltas. `produced[i]`: the tokens scheduled request i emits.
   void ProcessSamples(const SchedulerOutput& out, const StepLogits& logits,
@@ -122,10 +128,17 @@ class EngineCore {
   // Speculative decoding (engine_spec.cc): counts a verification's outcome, and
   // proposes the next step's drafts for the running requests.
   void RecordVerification(int32_t num_drafts, int32_t num_accepted);
-  void ProposeDrafts();
+  // Returns the seconds a draft model spent proposing (0 for n-gram lookup).
+  double ProposeDrafts();
+  double ProposeModelDrafts(int32_t k);
+  // Decode-only step timings with and without drafts (SpecDecodeStats).
+  void RecordDecodeStepTiming(const SchedulerOutput& out, double forward_s);
   size_t GrammarAllowedPrefix(SampleState& st, std::span<const int32_t> drafts);
   // vLLM's "SpecDecoding metrics: ..." line, once at shutdown.
   void LogSpecDecodeSummary() const;
+  // Mean forward time of decode-only steps with and without drafts, and of the draft
+  // model's proposals: one line at shutdown (the verification-overhead figure).
+  void LogDecodeStepTimes() const;
   void FinishSample(const std::string& id, const std::string& reason, RequestOutput* delta);
   void EmitAbort(const std::string& id);
   void RecordStepStats(const SchedulerOutput& out);
@@ -160,6 +173,14 @@ class EngineCore {
   SpeculativeConfig spec_config_;                  // --speculative-config (off by default)
   std::unique_ptr<NgramProposer> ngram_;
   std::unique_ptr<SpecPolicy> spec_policy_;
+  // Draft model (method draft_model): declared so the proposer goes before the model and
+  // KV cache it borrows, and the model before the weights it maps.
+  LoadedModel draft_loaded_;
+  std::unique_ptr<CausalLm> draft_model_;
+  std::unique_ptr<PagedKvCache> draft_kv_;
+  std::unique_ptr<DraftModelProposer> draft_;
+  int64_t draft_loaded_bytes_ = 0;   // the draft's tensors as loaded (in the memory plan's weights)
+  StepCostModel draft_cost_;         // its forwards' measured times: the policy's cost of drafting
   // Structured outputs around the sampler (engine_step.cc).
   void FillGrammarMask(SampleState& st, SamplingRequest* req);
   // Advances the matcher; true if the grammar is now complete (the sample ends).

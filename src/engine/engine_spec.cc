@@ -34,6 +34,19 @@ void EngineCore::RecordVerification(int32_t num_drafts, int32_t num_accepted) {
   spec_policy_->Observe(num_drafts, num_accepted);
 }
 
+void EngineCore::LogDecodeStepTimes() const {
+  const SpecDecodeStats& s = stats_.spec;
+  if (s.num_verify_steps + s.num_plain_decode_steps == 0) return;
+  auto ms = [](double sec, int64_t n) { return n > 0 ? 1e3 * sec / static_cast<double>(n) : 0.0; };
+  auto per = [](int64_t sum, int64_t n) { return n > 0 ? static_cast<double>(sum) / static_cast<double>(n) : 0.0; };
+  PLOG_INFO("Decode step times: decode-only forwards with drafts {} at {:.2f} ms (batch {:.1f}), without {} at "
+            "{:.2f} ms (batch {:.1f}); draft model {} calls at {:.2f} ms", s.num_verify_steps,
+            ms(s.verify_forward_s, s.num_verify_steps), per(s.verify_batch_sum, s.num_verify_steps),
+            s.num_plain_decode_steps, ms(s.plain_decode_forward_s, s.num_plain_decode_steps),
+            per(s.plain_decode_batch_sum, s.num_plain_decode_steps), s.num_draft_model_calls,
+            ms(s.draft_model_s, s.num_draft_model_calls));
+}
+
 void EngineCore::LogSpecDecodeSummary() const {
   const SpecDecodeStats& s = stats_.spec;
   std::string per_pos;
@@ -47,10 +60,35 @@ void EngineCore::LogSpecDecodeSummary() const {
             s.num_draft_tokens > 0 ? 100.0 * s.num_accepted_tokens / s.num_draft_tokens : 0.0, per_pos);
 }
 
-void EngineCore::ProposeDrafts() {
-  const int32_t k = spec_policy_->DraftsPerRequest(scheduler_->num_running(), step_cost_.fixed_s(),
-                                                   step_cost_.per_token_s());
-  if (k == 0) return;
+void EngineCore::RecordDecodeStepTiming(const SchedulerOutput& out, double forward_s) {
+  int32_t num_spec = 0;
+  for (const ScheduledRequest& s : out.scheduled) {
+    if (!s.samples || s.num_new_tokens != 1 + s.num_spec_tokens) return;  // a prefill chunk is in the step
+    num_spec += s.num_spec_tokens;
+  }
+  SpecDecodeStats& st = stats_.spec;
+  const int64_t batch = static_cast<int64_t>(out.scheduled.size());
+  if (num_spec > 0) {
+    ++st.num_verify_steps;
+    st.verify_forward_s += forward_s;
+    st.verify_batch_sum += batch;
+  } else {
+    ++st.num_plain_decode_steps;
+    st.plain_decode_forward_s += forward_s;
+    st.plain_decode_batch_sum += batch;
+  }
+}
+
+double EngineCore::ProposeDrafts() {
+  // Drafting k tokens with a draft model costs k of its forwards over the batch (the
+  // catch-up of the tokens verified since is one or two tokens more per request).
+  const int32_t b = scheduler_->num_running();
+  const double draft_s = draft_ != nullptr && draft_cost_.has_observations()
+                             ? spec_config_.num_speculative_tokens * draft_cost_.PredictSeconds(b)
+                             : 0.0;
+  const int32_t k = spec_policy_->DraftsPerRequest(b, step_cost_.fixed_s(), step_cost_.per_token_s(), draft_s);
+  if (k == 0) return 0.0;
+  if (draft_ != nullptr) return ProposeModelDrafts(k);
   for (const Request* req : scheduler_->running()) {
     // Drafts follow sampled tokens only: a request still in its prompt has none yet.
     if (req->num_output_tokens() == 0) continue;
@@ -60,6 +98,36 @@ void EngineCore::ProposeDrafts() {
     drafts.resize(GrammarAllowedPrefix(*it->second, drafts));
     if (!drafts.empty()) scheduler_->SetSpecTokens(req->request_id(), std::move(drafts));
   }
+  return 0.0;
+}
+
+double EngineCore::ProposeModelDrafts(int32_t k) {
+  const double start = Now();
+  std::vector<DraftSequence> seqs;
+  std::vector<SampleState*> states;
+  for (const Request* req : scheduler_->running()) {
+    if (req->num_output_tokens() == 0) continue;  // still in its prompt
+    auto it = samples_.find(req->request_id());
+    if (it == samples_.end() || it->second->finished) continue;
+    seqs.push_back({req->request_id(), req->all_token_ids()});
+    states.push_back(it->second.get());
+  }
+  StatusOr<std::vector<std::vector<int32_t>>> proposals = draft_->Propose(seqs, k);
+  for (const DraftForwardTiming& f : draft_->last_forwards()) draft_cost_.Observe(f.num_tokens, f.seconds);
+  if (!proposals.ok()) {
+    // The target's step is not at fault: this step goes without drafts.
+    PLOG_ERROR("draft model forward failed, no drafts this step: {}", proposals.status().ToString());
+  } else {
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      std::vector<int32_t>& drafts = (*proposals)[i];
+      drafts.resize(GrammarAllowedPrefix(*states[i], drafts));
+      if (!drafts.empty()) scheduler_->SetSpecTokens(std::string(seqs[i].request_id), std::move(drafts));
+    }
+  }
+  const double seconds = Now() - start;
+  ++stats_.spec.num_draft_model_calls;
+  stats_.spec.draft_model_s += seconds;
+  return seconds;
 }
 
 }  // namespace pagellm

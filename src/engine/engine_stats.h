@@ -28,6 +28,14 @@ struct SpecDecodeStats {
   int64_t num_draft_tokens = 0;     // vllm:spec_decode_num_draft_tokens_total
   int64_t num_accepted_tokens = 0;  // vllm:spec_decode_num_accepted_tokens_total
   std::vector<int64_t> accepted_per_pos;  // vllm:spec_decode_num_accepted_tokens_per_pos_total{position}
+  // Decode-only steps (every request one real token, plus its drafts): forward seconds
+  // with drafts (verification) and without, and the draft model's proposing time: what
+  // the verification-overhead figure compares (logged at exit, engine_spec.cc).
+  int64_t num_verify_steps = 0, num_plain_decode_steps = 0;
+  double verify_forward_s = 0.0, plain_decode_forward_s = 0.0;
+  int64_t verify_batch_sum = 0, plain_decode_batch_sum = 0;  // requests over those steps
+  int64_t num_draft_model_calls = 0;
+  double draft_model_s = 0.0;
 };
 
 struct EngineStats {

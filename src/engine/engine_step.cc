@@ -58,13 +58,14 @@ Status EngineCore::Step() {
   PAGELLM_ASSIGN_OR_RETURN(const StepLogits* logits, runner_->Execute(out, score_sink_ != nullptr));
   const double forward_end_s = Now();
   stats_.step_forward_s += forward_end_s - now;
+  RecordDecodeStepTiming(out, forward_end_s - now);
   std::vector<std::vector<int32_t>> produced(out.scheduled.size());
   std::vector<std::string> stopped_ids;
   std::unordered_map<std::string, RequestOutput> deltas;
   ProcessSamples(out, *logits, &produced, &stopped_ids, &deltas);
   std::vector<FinishedRequest> finished =
       scheduler_->UpdateFromOutput(out, std::span<const std::vector<int32_t>>(produced), stopped_ids);
-  if (spec_policy_ != nullptr) ProposeDrafts();
+  const double draft_s = spec_policy_ != nullptr ? ProposeDrafts() : 0.0;
   for (const FinishedRequest& f : finished) {
     auto it = samples_.find(f.request_id);
     if (it == samples_.end() || it->second->finished) continue;
@@ -84,8 +85,9 @@ Status EngineCore::Step() {
   }
   stats_.step_output_s += Now() - sample_end_s;
   RefreshGauges();  // so readers see the state after this step, not before it
-  // The whole step is what a decoding request waits between two tokens.
-  step_cost_.Observe(out.total_num_new_tokens, Now() - step_start_s);
+  // The whole step is what a decoding request waits between two tokens, but for a draft
+  // model's forwards, which the speculation policy prices on their own (draft_cost_).
+  step_cost_.Observe(out.total_num_new_tokens, Now() - step_start_s - draft_s);
   for (auto it = children_.begin(); it != children_.end();) {
     bool alive = std::any_of(it->second.begin(), it->second.end(), [&](const std::string& c) { return samples_.count(c) > 0; });
     it = alive ? std::next(it) : children_.erase(it);
@@ -275,6 +277,7 @@ void EngineCore::FinishSample(const std::string& id, const std::string& reason, 
   delta->finished = true;
   delta->finish_reason = reason;
   stats_.prompt_tokens_total += st.num_prompt_tokens;
+  if (draft_ != nullptr) draft_->Forget(id);
 }
 
 void EngineCore::EmitAbort(const std::string& id) {

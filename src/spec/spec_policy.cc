@@ -4,7 +4,7 @@
 
 namespace pagellm {
 
-int32_t SpecPolicy::DraftsPerRequest(int32_t num_running, double fixed_s, double per_token_s) {
+int32_t SpecPolicy::DraftsPerRequest(int32_t num_running, double fixed_s, double per_token_s, double draft_s) {
   const int32_t k = config_.num_speculative_tokens;
   auto decide = [&](bool on) {
     last_on_ = on;
@@ -17,7 +17,7 @@ int32_t SpecPolicy::DraftsPerRequest(int32_t num_running, double fixed_s, double
   if (per_token_s <= 0.0) return decide(true);
   auto cost = [&](double tokens) { return std::max(fixed_s, 0.0) + per_token_s * tokens; };
   const double b = num_running;
-  const double with_drafts = cost(b * (1 + k)) * 1.05;
+  const double with_drafts = (cost(b * (1 + k)) + std::max(draft_s, 0.0)) * 1.05;
   const double a = mean_accepted_ < 0.0 ? k : mean_accepted_;
   if ((1.0 + a) * cost(b) > with_drafts) return decide(true);
   // Would perfect acceptance pay? Then low acceptance is why: probe now and then.

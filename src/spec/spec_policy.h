@@ -3,16 +3,17 @@
 // 2.4-3x at batch 1 but 0.77x at 8 concurrent requests).
 //
 //   SpecPolicy policy({.num_speculative_tokens = 4});
-//   int32_t k = policy.DraftsPerRequest(num_running, cost.fixed_s(), cost.per_token_s());
+//   int32_t k = policy.DraftsPerRequest(num_running, cost.fixed_s(), cost.per_token_s(), /*draft_s=*/0);
 //   ... verify ...
 //   policy.Observe(/*num_drafts=*/3, /*num_accepted_tokens=*/5);
 //
 // The decision: with B running requests, a step without drafts costs T(B) and yields B
 // tokens; with k drafts each it costs T(B * (1 + k)) and yields B * (1 + a) tokens, a
 // being the mean tokens accepted per draft (measured, exponentially weighted). T is the
-// engine's measured step cost (fixed + per_token * tokens, engine/step_cost_model.h).
-// Drafts go out iff (1 + a) * T(B) > T(B * (1 + k)) * 1.05 (5 % margin for the
-// proposing and verification work T does not see). When the rule says no only because
+// engine's measured step cost (fixed + per_token * tokens, engine/step_cost_model.h);
+// D is what proposing costs (0 for n-gram lookup; a draft model's k forwards over the
+// batch, measured the same way). Drafts go out iff (1 + a) * T(B) > (T(B * (1 + k)) + D)
+// * 1.05 (5 % margin for the proposing and verification work T does not see). When the rule says no only because
 // acceptance was low, one probing step in 32 measures again, so a request whose text
 // starts repeating is noticed. A user's disable_by_batch_size replaces the rule: drafts
 // while at most that many requests run (vLLM's meaning of the key).
@@ -31,8 +32,9 @@ class SpecPolicy {
  public:
   explicit SpecPolicy(SpecPolicyConfig config) : config_(config) {}
   // Drafts per request for the next step (0 or num_speculative_tokens). Before the
-  // cost model has a slope (per_token_s <= 0) drafts go out.
-  int32_t DraftsPerRequest(int32_t num_running, double fixed_s, double per_token_s);
+  // cost model has a slope (per_token_s <= 0) drafts go out. `draft_s`: seconds the
+  // proposer needs for this batch (D above).
+  int32_t DraftsPerRequest(int32_t num_running, double fixed_s, double per_token_s, double draft_s);
   // A verified step: `num_drafts` requests carried drafts, `num_accepted_tokens` of
   // their draft tokens were accepted.
   void Observe(int32_t num_drafts, int32_t num_accepted_tokens);

@@ -11,29 +11,38 @@ constexpr double kFixed = 0.040, kPerToken = 0.002;
 TEST(SpecPolicyTest, OnWhileMemoryBoundOffWhenComputeBound) {
   SpecPolicy policy({.num_speculative_tokens = 4});
   policy.Observe(1, 1);  // 1 of 4 drafts accepted on average
-  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken), 4);   // 2 x 42 ms > 1.05 x 50 ms
-  EXPECT_EQ(policy.DraftsPerRequest(16, kFixed, kPerToken), 0);  // 2 x 72 ms < 1.05 x 200 ms
+  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken, 0.0), 4);   // 2 x 42 ms > 1.05 x 50 ms
+  EXPECT_EQ(policy.DraftsPerRequest(16, kFixed, kPerToken, 0.0), 0);  // 2 x 72 ms < 1.05 x 200 ms
+}
+
+TEST(SpecPolicyTest, DraftModelCostCounts) {
+  SpecPolicy policy({.num_speculative_tokens = 4});
+  policy.Observe(1, 3);  // 3 of 4 accepted: 4 x 42 ms = 168 ms of plain steps
+  // A draft model a tenth of the target: 4 x 4.2 ms drafting, 1.05 x (50 + 16.8) ms < 168 ms.
+  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken, 4 * 0.0042), 4);
+  // A draft as large as the target: 1.05 x (50 + 168) ms > 168 ms.
+  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken, 4 * 0.042), 0);
 }
 
 TEST(SpecPolicyTest, LowAcceptanceTurnsItOffButProbes) {
   SpecPolicy policy({.num_speculative_tokens = 4});
   for (int i = 0; i < 200; ++i) policy.Observe(1, 0);
   int on = 0;
-  for (int i = 0; i < 64; ++i) on += policy.DraftsPerRequest(1, kFixed, kPerToken) > 0;
+  for (int i = 0; i < 64; ++i) on += policy.DraftsPerRequest(1, kFixed, kPerToken, 0.0) > 0;
   EXPECT_EQ(on, 2);  // one probing step in 32
   // Acceptance comes back: the probes see it and speculation resumes.
   for (int i = 0; i < 100; ++i) policy.Observe(1, 4);
-  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken), 4);
+  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken, 0.0), 4);
 }
 
 TEST(SpecPolicyTest, UserBoundAndNoMeasurements) {
   SpecPolicy policy({.num_speculative_tokens = 2, .disable_by_batch_size = 3});
-  EXPECT_EQ(policy.DraftsPerRequest(3, 0.0, 0.0), 2);  // no slope yet: optimistic
-  EXPECT_EQ(policy.DraftsPerRequest(4, 0.0, 0.0), 0);
-  EXPECT_EQ(policy.DraftsPerRequest(0, kFixed, kPerToken), 0);
+  EXPECT_EQ(policy.DraftsPerRequest(3, 0.0, 0.0, 0.0), 2);  // no slope yet: optimistic
+  EXPECT_EQ(policy.DraftsPerRequest(4, 0.0, 0.0, 0.0), 0);
+  EXPECT_EQ(policy.DraftsPerRequest(0, kFixed, kPerToken, 0.0), 0);
   // The user's bound wins over the cost model, which would say no at 3 x 2 ms per token.
   for (int i = 0; i < 50; ++i) policy.Observe(1, 0);
-  EXPECT_EQ(policy.DraftsPerRequest(3, 0.001, 0.010), 2);
+  EXPECT_EQ(policy.DraftsPerRequest(3, 0.001, 0.010, 0.0), 2);
 }
 
 }  // namespace

@@ -23,8 +23,10 @@ StatusOr<int32_t> IntField(const nlohmann::json& j, const char* key, int32_t lo,
 
 std::string SpeculativeConfig::Describe() const {
   if (!enabled()) return "off";
-  std::string s = fmt::format("{}, {} speculative tokens, prompt lookup n in [{}, {}]", method, num_speculative_tokens,
-                              prompt_lookup_min, prompt_lookup_max);
+  std::string s = method == "draft_model"
+                      ? fmt::format("draft model {}, {} speculative tokens (greedy drafts)", model, num_speculative_tokens)
+                      : fmt::format("{}, {} speculative tokens, prompt lookup n in [{}, {}]", method,
+                                    num_speculative_tokens, prompt_lookup_min, prompt_lookup_max);
   s += disable_by_batch_size > 0 ? fmt::format(", off above {} running requests", disable_by_batch_size)
                                  : ", on while the step cost model says drafts pay";
   return s;
@@ -38,14 +40,15 @@ StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
     return InvalidArgumentError(fmt::format("--speculative-config must be a JSON object, got: {}", text));
   }
   static constexpr const char* kKnown[] = {"method", "model", "num_speculative_tokens", "prompt_lookup_min",
-                                           "prompt_lookup_max", "disable_by_batch_size"};
+                                           "prompt_lookup_max", "disable_by_batch_size",
+                                           "draft_tensor_parallel_size"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* k : kKnown) known = known || key == k;
     if (!known) {
       return InvalidArgumentError(fmt::format(
           "--speculative-config: unknown key \"{}\" (supported: method, model, num_speculative_tokens, "
-          "prompt_lookup_min, prompt_lookup_max, disable_by_batch_size)", key));
+          "prompt_lookup_min, prompt_lookup_max, disable_by_batch_size, draft_tensor_parallel_size)", key));
     }
   }
   std::string method = j.contains("method") && j["method"].is_string() ? j["method"].get<std::string>() : "";
@@ -53,18 +56,40 @@ StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
     return InvalidArgumentError("--speculative-config: \"method\" must be a string");
   }
   if (j.contains("model")) {
-    return InvalidArgumentError(
-        "--speculative-config: draft models (\"model\") are not supported yet; use {\"method\": \"ngram\", ...}");
+    if (!j["model"].is_string() || j["model"].get<std::string>().empty()) {
+      return InvalidArgumentError("--speculative-config: \"model\" must be the draft model's path");
+    }
+    cfg.model = j["model"].get<std::string>();
+    // vLLM infers draft_model from a plain "model"; the methods that take a "model" of
+    // another kind (EAGLE, Medusa, MLP speculators) are refused below.
+    if (method.empty()) method = "draft_model";
   }
   if (method.empty()) {
-    return InvalidArgumentError("--speculative-config: give \"method\" (supported: \"ngram\")");
+    return InvalidArgumentError(
+        "--speculative-config: give \"method\" (supported: \"ngram\", \"draft_model\" with \"model\")");
+  }
+  if (method == "draft_model" && cfg.model.empty()) {
+    return InvalidArgumentError("--speculative-config: method \"draft_model\" needs \"model\" (the draft's path)");
+  }
+  if (method != "draft_model" && !cfg.model.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "--speculative-config: method \"{}\" takes no \"model\" (a draft model is method \"draft_model\")", method));
+  }
+  if (j.contains("draft_tensor_parallel_size")) {
+    PAGELLM_ASSIGN_OR_RETURN(int32_t draft_tp, IntField(j, "draft_tensor_parallel_size", 1, 1 << 20));
+    if (draft_tp != 1) {
+      return InvalidArgumentError(fmt::format(
+          "--speculative-config: draft_tensor_parallel_size {} is not supported (the draft runs unsharded on rank 0: 1)",
+          draft_tp));
+    }
   }
   if (method == "mtp" || method == "qwen3_next_mtp") {
     return InvalidArgumentError(
         "--speculative-config: method \"mtp\" is not supported yet (the MTP weights are not loaded); use \"ngram\"");
   }
-  if (method != "ngram") {
-    return InvalidArgumentError(fmt::format("--speculative-config: method \"{}\" is not supported (supported: \"ngram\")", method));
+  if (method != "ngram" && method != "draft_model") {
+    return InvalidArgumentError(fmt::format(
+        "--speculative-config: method \"{}\" is not supported (supported: \"ngram\", \"draft_model\")", method));
   }
   cfg.method = method;
   if (!j.contains("num_speculative_tokens")) {
@@ -72,6 +97,9 @@ StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   }
   PAGELLM_ASSIGN_OR_RETURN(cfg.num_speculative_tokens, IntField(j, "num_speculative_tokens", 1, kMaxSpeculativeTokens));
   const bool has_min = j.contains("prompt_lookup_min"), has_max = j.contains("prompt_lookup_max");
+  if (method == "draft_model" && (has_min || has_max)) {
+    return InvalidArgumentError("--speculative-config: prompt_lookup_min/max belong to method \"ngram\", not to a draft model");
+  }
   if (has_min) {
     PAGELLM_ASSIGN_OR_RETURN(cfg.prompt_lookup_min, IntField(j, "prompt_lookup_min", 1, 64));
   }

@@ -3,8 +3,10 @@
 //   auto cfg = ParseSpeculativeConfig(R"({"method": "ngram", "num_speculative_tokens": 4,
 //                                         "prompt_lookup_max": 4, "prompt_lookup_min": 2})");
 //
-// Methods: "ngram" (prompt lookup, built); "mtp" and a draft "model" are parsed so that
-// their errors name what is missing, and refused until they are built (never ignored).
+// Methods: "ngram" (prompt lookup) and "draft_model" (a smaller model sharing the
+// tokenizer: {"model": DIR, "num_speculative_tokens": k}, method optional as in vLLM);
+// "mtp" is parsed so that its error names what is missing, and refused until it is
+// built (never ignored).
 // N-gram defaults follow vLLM: prompt_lookup_min/max both 5 when both are omitted; if
 // one is given the other mirrors it. disable_by_batch_size (vLLM's key): drafts while at
 // most this many requests run, none above; 0 (default) leaves the decision to the
@@ -20,7 +22,8 @@
 namespace pagellm {
 
 struct SpeculativeConfig {
-  std::string method;                 // "" = off, "ngram"
+  std::string method;                 // "" = off, "ngram", "draft_model"
+  std::string model;                  // draft_model: the draft checkpoint (directory or GGUF)
   int32_t num_speculative_tokens = 0;  // k, drafts per step and request
   int32_t prompt_lookup_min = 5;
   int32_t prompt_lookup_max = 5;

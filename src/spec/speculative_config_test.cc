@@ -27,6 +27,20 @@ TEST(SpeculativeConfigTest, NgramDefaultsMirrorVllm) {
   EXPECT_EQ(range->num_speculative_tokens, 4);
 }
 
+TEST(SpeculativeConfigTest, DraftModelAsVllmInfersIt) {
+  auto plain = ParseSpeculativeConfig(R"({"model": "/m/draft", "num_speculative_tokens": 4})");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->method, "draft_model");
+  EXPECT_EQ(plain->model, "/m/draft");
+  EXPECT_EQ(plain->num_speculative_tokens, 4);
+  EXPECT_TRUE(plain->enabled());
+  auto named = ParseSpeculativeConfig(
+      R"({"method": "draft_model", "model": "/m/draft", "num_speculative_tokens": 2, "draft_tensor_parallel_size": 1})");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->method, "draft_model");
+  EXPECT_NE(named->Describe().find("/m/draft"), std::string::npos);
+}
+
 TEST(SpeculativeConfigTest, RefusesWhatItCannotHonour) {
   for (const char* bad : {"{", "[1]", R"({"num_speculative_tokens": 2})", R"({"method": "ngram"})",
                           R"({"method": "ngram", "num_speculative_tokens": 0})",
@@ -34,7 +48,12 @@ TEST(SpeculativeConfigTest, RefusesWhatItCannotHonour) {
                           R"({"method": "ngram", "num_speculative_tokens": 2, "bogus": 1})",
                           R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 4, "prompt_lookup_max": 2})",
                           R"({"method": "mtp", "num_speculative_tokens": 1})",
-                          R"({"model": "/m", "num_speculative_tokens": 4})", R"({"method": "eagle", "num_speculative_tokens": 1})"}) {
+                          R"({"method": "draft_model", "num_speculative_tokens": 4})",
+                          R"({"model": "", "num_speculative_tokens": 4})", R"({"model": 3, "num_speculative_tokens": 4})",
+                          R"({"method": "eagle", "model": "/m", "num_speculative_tokens": 1})",
+                          R"({"model": "/m", "num_speculative_tokens": 4, "prompt_lookup_max": 3})",
+                          R"({"model": "/m", "num_speculative_tokens": 4, "draft_tensor_parallel_size": 2})",
+                          R"({"method": "eagle", "num_speculative_tokens": 1})"}) {
     auto cfg = ParseSpeculativeConfig(bad);
     EXPECT_FALSE(cfg.ok()) << bad;
     if (!cfg.ok()) EXPECT_NE(cfg.status().message().find("--speculative-config"), std::string::npos) << bad;

@@ -1,6 +1,7 @@
 // Speculative decoding through the HTTP API (official `openai` SDK, random-weight
 // qwen3-tiny): a server with n-gram drafts answers plain, streamed, JSON-schema and
-// regex-constrained requests exactly as a server without them (greedy), drafts are
+// regex-constrained requests exactly as a server without them (greedy), so does one
+// with a draft model (the same checkpoint: every greedy draft accepted), drafts are
 // counted in /metrics, and --speculative-config values the engine cannot honour stop
 // the command with an error naming them.
 //
@@ -14,7 +15,10 @@ const [pagellm, filter] = process.argv.slice(2);
 const { default: OpenAI } = await importRef("openai/index.mjs");
 const model = makeTinyModel(pagellm);
 const kNgram = { method: "ngram", num_speculative_tokens: 4, prompt_lookup_min: 1, prompt_lookup_max: 3, disable_by_batch_size: 64 };
-const [plain, spec] = await Promise.all([startServer(pagellm, model), startServer(pagellm, model, ["--speculative-config", JSON.stringify(kNgram)])]);
+const kDraft = { model, num_speculative_tokens: 3, disable_by_batch_size: 64 };
+const [plain, spec, draft] = await Promise.all([startServer(pagellm, model),
+  startServer(pagellm, model, ["--speculative-config", JSON.stringify(kNgram)]),
+  startServer(pagellm, model, ["--speculative-config", JSON.stringify(kDraft)])]);
 const clientOf = (s) => new OpenAI({ baseURL: `${s.url}/v1`, apiKey: "none", maxRetries: 0, timeout: 120000 });
 const [plainClient, specClient] = [clientOf(plain), clientOf(spec)];
 const metrics = async (s) => parseMetrics(await (await fetch(`${s.url}/metrics`)).text());
@@ -42,6 +46,22 @@ const cases = [
     assert.ok(metricValue(after, "vllm:spec_decode_num_drafts_total") > metricValue(before, "vllm:spec_decode_num_drafts_total"),
       "the speculating server verified drafts");
     assert.equal(metricValue(await metrics(plain), "vllm:spec_decode_num_drafts_total"), 0);
+  }],
+  ["a draft model gives the same greedy completions, every draft accepted", async () => {
+    const draftClient = clientOf(draft);
+    const body = { model: "tiny", prompt: "The draft and the target agree", max_tokens: 40, temperature: 0, ignore_eos: true, logprobs: 1 };
+    const bodies = Array.from({ length: 3 }, (_, i) => ({ ...body, prompt: body.prompt + ` ${i}` }));
+    const [want, got] = await Promise.all([Promise.all(bodies.map((b) => plainClient.completions.create(b))),
+      Promise.all(bodies.map((b) => draftClient.completions.create(b)))]);
+    for (let i = 0; i < bodies.length; ++i) {
+      assert.equal(got[i].choices[0].text, want[i].choices[0].text);
+      assert.deepEqual(got[i].choices[0].logprobs.tokens, want[i].choices[0].logprobs.tokens);
+    }
+    const m = await metrics(draft);
+    const drafted = metricValue(m, "vllm:spec_decode_num_draft_tokens_total");
+    assert.ok(drafted > 0, "the draft model proposed");
+    assert.ok(metricValue(m, "vllm:spec_decode_num_accepted_tokens_total") >= 0.9 * drafted,
+      `accepted ${metricValue(m, "vllm:spec_decode_num_accepted_tokens_total")} of ${drafted}`);
   }],
   ["a stream carries the same text, some chunks several tokens", async () => {
     const body = { model: "tiny", prompt: kRepeating, max_tokens: 40, temperature: 0, ignore_eos: true };
@@ -75,7 +95,8 @@ const cases = [
       assert.match(r.stderr, pattern, `error for ${config}`);
     };
     refuse('{"method": "mtp", "num_speculative_tokens": 1}', /"mtp" is not supported/);
-    refuse('{"model": "/m/draft", "num_speculative_tokens": 4}', /draft models \("model"\) are not supported/);
+    refuse('{"model": "/m/draft", "num_speculative_tokens": 4}', /draft model \/m\/draft/);
+    refuse('{"method": "eagle", "model": "/m/draft", "num_speculative_tokens": 4}', /method "eagle" takes no "model"/);
     refuse('{"method": "ngram", "num_speculative_tokens": 4, "temperature": 1}', /unknown key "temperature"/);
     refuse('{"method": "ngram", "num_speculative_tokens": 0}', /"num_speculative_tokens" must be in \[1, /);
     refuse("{method: ngram}", /must be a JSON object/);

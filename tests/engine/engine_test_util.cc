@@ -50,6 +50,39 @@ std::string TinyCheckpoint(const std::string& preset, DType dtype) {
   return dir;
 }
 
+std::unique_ptr<EngineCore> MakeEngineOrDie(const EngineConfig& c) {
+  auto core = EngineCore::Create(c);
+  if (!core.ok()) std::fprintf(stderr, "EngineCore::Create: %s\n", core.status().ToString().c_str());
+  PAGELLM_CHECK(core.ok());
+  return std::move(*core);
+}
+
+void ExpectSameOutputs(const RunResult& got, const RunResult& want, const std::string& what, float logprob_tol) {
+  ASSERT_EQ(got.outputs.size(), want.outputs.size()) << what;
+  for (const auto& [id, w] : want.outputs) {
+    const SampleOutput& g = got.outputs.at(id);
+    EXPECT_EQ(g.token_ids, w.token_ids) << what << " " << id;
+    EXPECT_EQ(g.finish_reason, w.finish_reason) << what << " " << id;
+    EXPECT_EQ(g.text, w.text) << what << " " << id;
+    if (g.logprobs.size() == w.logprobs.size()) {
+      EXPECT_LE(MaxLogprobDiff(g.logprobs, w.logprobs), logprob_tol) << what << " " << id;
+    } else {
+      ADD_FAILURE() << what << " " << id << ": " << g.logprobs.size() << " vs " << w.logprobs.size() << " logprobs";
+    }
+    EXPECT_EQ(g.num_deltas_after_finish, 0) << what << " " << id;
+  }
+}
+
+EngineConfig WithTightKvBudget(EngineConfig c, const MemoryPlan& probe, int32_t num_blocks, int32_t max_num_seqs,
+                               int32_t max_model_len) {
+  const int64_t bytes_per_block = probe.kv_cache_bytes / probe.num_blocks;
+  c.max_num_seqs = max_num_seqs;
+  c.hybrid_state_snapshot_interval = 0;
+  c.kv_cache_memory_bytes = num_blocks * bytes_per_block + int64_t{max_num_seqs} * 2 * probe.state_bytes_per_slot;
+  c.max_model_len = max_model_len;
+  return c;
+}
+
 EngineConfig TinyConfig(const std::string& model_dir, DType dtype) {
   EngineConfig c;
   c.model = model_dir;

@@ -28,6 +28,12 @@ std::string TinyCheckpoint(const std::string& preset, DType dtype);
 // Weights and KV cache in `dtype`; 64 MiB of KV, max_model_len 2048, greedy-friendly.
 EngineConfig TinyConfig(const std::string& model_dir, DType dtype);
 
+// `c` made to preempt: a KV budget of `num_blocks` blocks (priced as `probe` prices one)
+// next to `max_num_seqs` state slots and a speculative checkpoint each (hybrid models;
+// 0 bytes otherwise), no hybrid snapshots, and `max_model_len`.
+EngineConfig WithTightKvBudget(EngineConfig c, const MemoryPlan& probe, int32_t num_blocks, int32_t max_num_seqs,
+                               int32_t max_model_len);
+
 // Random ids from the ordinary (non-added) vocabulary, deterministic in `seed`.
 std::vector<int32_t> RandomPrompt(int32_t num_tokens, uint64_t seed);
 
@@ -63,6 +69,13 @@ RunResult RunConcurrently(EngineCore& core, const std::vector<PromptSpec>& specs
                           const std::function<void(int64_t)>& before_step = {});
 // Each request alone, one after the other (the reference for the batching tests).
 RunResult RunOneByOne(EngineCore& core, const std::vector<PromptSpec>& specs);
+
+// EngineCore::Create or abort the test binary, printing why.
+std::unique_ptr<EngineCore> MakeEngineOrDie(const EngineConfig& c);
+
+// Same tokens, finish reasons and text per sample, logprobs within `logprob_tol`, and no
+// delta after a sample finished: what speculation (or batching) must leave unchanged.
+void ExpectSameOutputs(const RunResult& got, const RunResult& want, const std::string& what, float logprob_tol);
 
 // Largest |a - b| over two logprob lists of the same length.
 float MaxLogprobDiff(const std::vector<float>& a, const std::vector<float>& b);
