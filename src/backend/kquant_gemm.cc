@@ -77,6 +77,7 @@ inline int Value(const BlockQ4_0& b, int i, DType dtype) {
   return dtype == DType::kIQ4_NL ? kIq4NlValues[Q4_0Code(b, i)] : Q4_0Code(b, i) - 8;
 }
 inline int Value(const BlockQ5_0& b, int i, DType) { return Q5_0Code(b, i) - 16; }
+inline int Value(const BlockQ4_Z& b, int i, DType) { return Q4_ZCode(b, i) - b.z; }
 
 // Q4_0 / Q5_0 / IQ4_NL rows x q8_0 activations: GemmQ8_0Reference's arithmetic.
 template <typename Block>
@@ -144,6 +145,7 @@ void GemmKQuantReference(DType dtype, const void* w, int64_t n, int64_t k, const
     return Gemm32(dtype, static_cast<const BlockQ4_0*>(w), n, k, x, m, bias, y);
   }
   if (dtype == DType::kQ5_0) return Gemm32(dtype, static_cast<const BlockQ5_0*>(w), n, k, x, m, bias, y);
+  if (dtype == DType::kQ4_Z) return Gemm32(dtype, static_cast<const BlockQ4_Z*>(w), n, k, x, m, bias, y);
   const int64_t nsb = k / kKQuantBlockElements;
   RowActs a{std::vector<int8_t>(static_cast<size_t>(k)), std::vector<float>(static_cast<size_t>(nsb)),
             std::vector<int32_t>(static_cast<size_t>(k / 16))};

@@ -12,7 +12,7 @@
 //         acc = fma(isum, d_w * d_x, acc)
 //   IQ4_XS: isum = sum_j (ls_j - 32) * dot_j over 8 sub-blocks of 32 of table values;
 //         acc = fma(isum, d_w * d_x, acc)
-// then y = acc + bias. Q4_0 / Q5_0 / IQ4_NL (32-value blocks) run as llama.cpp pairs them,
+// then y = acc + bias. Q4_0 / Q5_0 / IQ4_NL / Q4_Z (32-value blocks; Q4_Z's centred value is code - z) run as llama.cpp pairs them,
 // with q8_0 activations (QuantizeRowQ8_0) and GemmQ8_0Reference's arithmetic: per block
 // acc = fma(dot, d_w * d_x, acc) with dot the exact sum of centred values times q8_0 bytes.
 // The packed CPU kernels (backend/cpu/kquant_packed.h) compute the

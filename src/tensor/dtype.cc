@@ -38,6 +38,7 @@ std::pair<int64_t, size_t> BlockShape(DType dtype) {
     case DType::kQ5_0: return {32, 22};
     case DType::kIQ4_NL: return {32, 18};
     case DType::kIQ4_XS: return {kKQuantBlockElements, 136};
+    case DType::kQ4_Z: return {32, 20};
     default: return {1, 0};
   }
 }
@@ -72,6 +73,7 @@ std::string_view DTypeName(DType dtype) {
     case DType::kQ5_0: return "q5_0";
     case DType::kIQ4_NL: return "iq4_nl";
     case DType::kIQ4_XS: return "iq4_xs";
+    case DType::kQ4_Z: return "q4_z";
   }
   return "?";
 }

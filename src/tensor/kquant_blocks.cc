@@ -91,6 +91,16 @@ void DequantizeRowIq4Nl(const BlockIq4Nl* in, int64_t k, float* y) {
   }
 }
 
+// (code - z) * d, as Q4_0's (code - 8) * d.
+void DequantizeRowQ4_Z(const BlockQ4_Z* in, int64_t k, float* y) {
+  PAGELLM_CHECK(k % 32 == 0);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const float d = F16ToF32(in[b].d);
+    const int z = in[b].z;
+    for (int i = 0; i < 32; ++i) y[32 * b + i] = static_cast<float>(Q4_ZCode(in[b], i) - z) * d;
+  }
+}
+
 // llama.cpp: dl = d * (ls - 32), then dl * kvalues_iq4nl[code].
 void DequantizeRowIq4Xs(const BlockIq4Xs* in, int64_t k, float* y) {
   PAGELLM_CHECK(k % kKQuantBlockElements == 0);
@@ -109,6 +119,7 @@ void DequantizeRowKQuant(DType dtype, const void* in, int64_t k, float* out) {
   if (dtype == DType::kQ4_0) return DequantizeRowQ4_0(static_cast<const BlockQ4_0*>(in), k, out);
   if (dtype == DType::kQ5_0) return DequantizeRowQ5_0(static_cast<const BlockQ5_0*>(in), k, out);
   if (dtype == DType::kIQ4_NL) return DequantizeRowIq4Nl(static_cast<const BlockIq4Nl*>(in), k, out);
+  if (dtype == DType::kQ4_Z) return DequantizeRowQ4_Z(static_cast<const BlockQ4_Z*>(in), k, out);
   if (dtype == DType::kIQ4_XS) return DequantizeRowIq4Xs(static_cast<const BlockIq4Xs*>(in), k, out);
   if (dtype == DType::kQ4_K) return DequantizeRowQ4_K(static_cast<const BlockQ4_K*>(in), k, out);
   if (dtype == DType::kQ5_K) return DequantizeRowQ5_K(static_cast<const BlockQ5_K*>(in), k, out);

@@ -57,11 +57,25 @@ static_assert(sizeof(BlockQ5_0) == 22, "block_q5_0 must be 22 bytes");
 inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+// Q4_Z: pagellm's own block for the int4 checkpoints of Hugging Face (AWQ, GPTQ,
+// compressed-tensors pack-quantized): value = d * (code - z), code 0..15 in Q4_0's nibble
+// order, z the integer zero point 0..15 of the checkpoint's group (8 for symmetric formats).
+// A group of G columns (G a multiple of 32) repeats its (d, z) in each of its G / 32 blocks,
+// so any group size maps onto it losslessly (fp16 scales as those formats store them).
+struct BlockQ4_Z {
+  uint16_t d;  // fp16
+  uint8_t z;
+  uint8_t reserved;  // 0
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ4_Z) == 20, "BlockQ4_Z must be 20 bytes");
+
 // IQ4_NL has Q4_0's bytes; only the meaning of a code differs.
 using BlockIq4Nl = BlockQ4_0;
 
 // The 4-bit code of element i (0..31) of a Q4_0 / IQ4_NL block, and the 5-bit one of Q5_0.
 inline int Q4_0Code(const BlockQ4_0& b, int i) { return i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4; }
+inline int Q4_ZCode(const BlockQ4_Z& b, int i) { return i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4; }
 inline int Q5_0Code(const BlockQ5_0& b, int i) {
   const int low = i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4;
   return low | (((b.qh[i / 8] >> (i % 8)) & 1) << 4);
@@ -131,6 +145,7 @@ void DequantizeRowQ6_K(const BlockQ6_K* in, int64_t k, float* out);
 void DequantizeRowQ4_0(const BlockQ4_0* in, int64_t k, float* out);
 void DequantizeRowQ5_0(const BlockQ5_0* in, int64_t k, float* out);
 void DequantizeRowIq4Nl(const BlockIq4Nl* in, int64_t k, float* out);
+void DequantizeRowQ4_Z(const BlockQ4_Z* in, int64_t k, float* out);
 // in [k / 256] blocks -> out [k].
 void DequantizeRowIq4Xs(const BlockIq4Xs* in, int64_t k, float* out);
 
@@ -138,10 +153,10 @@ void DequantizeRowIq4Xs(const BlockIq4Xs* in, int64_t k, float* out);
 void DequantizeRowKQuant(DType dtype, const void* in, int64_t k, float* out);
 
 // The block types the backends run natively on their int8 kernels (besides kQ8_0):
-// kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kQ4_0, kQ5_0, kIQ4_NL.
+// kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kQ4_0, kQ5_0, kIQ4_NL, kQ4_Z.
 inline bool IsPackedQuant(DType dtype) {
   return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kIQ4_XS ||
-         dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kIQ4_NL;
+         dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kIQ4_NL || dtype == DType::kQ4_Z;
 }
 
 }  // namespace pagellm

@@ -76,23 +76,59 @@ void PackIq4XsRow(const BlockIq4Xs& b, int64_t r, uint8_t* rec) {
   std::memcpy(rec + kquant_packed::kIq4XsD + 2 * r, &b.d, 2);
 }
 
-// Row r of one 32-value block record (Q4_0, IQ4_NL or Q5_0).
+// Row r of one 32-value block record (Q4_0, IQ4_NL, Q5_0, or Q4_Z's codes: its d and z go to
+// the group params).
 template <typename Block>
 void PackBlock32Row(const Block& b, int64_t r, uint8_t* rec) {
-  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>, kQ4_Z = std::is_same_v<Block, BlockQ4_Z>;
   for (int g = 0; g < 4; ++g) {
     for (int i = 0; i < 4; ++i) {
       int lo, hi;
       if constexpr (kQ5) {
         lo = Q5_0Code(b, 4 * g + i), hi = Q5_0Code(b, 16 + 4 * g + i);
         rec[kquant_packed::kQ5_0Qh + r * 4 + i] |= static_cast<uint8_t>(((lo >> 4) << g) | ((hi >> 4) << (4 + g)));
+      } else if constexpr (kQ4_Z) {
+        lo = Q4_ZCode(b, 4 * g + i), hi = Q4_ZCode(b, 16 + 4 * g + i);
       } else {
         lo = Q4_0Code(b, 4 * g + i), hi = Q4_0Code(b, 16 + 4 * g + i);
       }
       rec[g * 64 + r * 4 + i] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
     }
   }
-  std::memcpy(rec + (kQ5 ? kquant_packed::kQ5_0D : kquant_packed::kQ4_0D) + 2 * r, &b.d, 2);
+  if constexpr (!kQ4_Z) std::memcpy(rec + (kQ5 ? kquant_packed::kQ5_0D : kquant_packed::kQ4_0D) + 2 * r, &b.d, 2);
+}
+
+// The longest run of blocks (a divisor of nb) over which every row of a Q4_Z weight repeats
+// its (d, z): the checkpoint's group size / 32, so each group's params are stored once.
+int64_t Q4_ZGroupBlocks(const BlockQ4_Z* w, int64_t n, int64_t nb) {
+  const auto same = [](const BlockQ4_Z& a, const BlockQ4_Z& b) { return a.d == b.d && a.z == b.z; };
+  for (int64_t gb = nb; gb > 1; --gb) {
+    if (nb % gb != 0) continue;
+    bool uniform = true;
+    for (int64_t row = 0; row < n && uniform; ++row) {
+      const BlockQ4_Z* r = w + row * nb;
+      for (int64_t b = 0; b < nb && uniform; ++b) uniform = same(r[b], r[b - b % gb]);
+    }
+    if (uniform) return gb;
+  }
+  return 1;
+}
+
+// Q4_Z's group params: per strip and group, d [16] fp16 then z [16] (padding rows 0).
+void PackQ4_ZParams(const BlockQ4_Z* w, KQuantPackedWeight& p) {
+  const int64_t groups = p.num_groups();
+  uint8_t* base = p.group_params.get();
+  std::memset(base, 0, static_cast<size_t>(p.num_strips * groups * kQ4_ZGroupParamBytes));
+  for (int64_t s = 0; s < p.num_strips; ++s) {
+    for (int64_t g = 0; g < groups; ++g) {
+      uint8_t* out = base + (s * groups + g) * kQ4_ZGroupParamBytes;
+      for (int64_t r = 0; r < kKQuantPackRows && s * kKQuantPackRows + r < p.n; ++r) {
+        const BlockQ4_Z& b = w[(s * kKQuantPackRows + r) * p.nsb + g * p.group_blocks];
+        std::memcpy(out + 2 * r, &b.d, 2);
+        out[kquant_packed::kQ4_ZParamZ + r] = b.z;
+      }
+    }
+  }
 }
 
 // Rows [m_begin, m_end) of x -> q8_0 bytes, widened scales and -128 * block sums.
@@ -153,6 +189,7 @@ int64_t RecordBytes(DType dtype) {
     case DType::kQ6_K: return kQ6_KPackBytes;
     case DType::kIQ4_XS: return kIq4XsPackBytes;
     case DType::kQ5_0: return kQ5_0PackBytes;
+    case DType::kQ4_Z: return kQ4_ZPackBytes;
     default: return kQ4_0PackBytes;
   }
 }
@@ -165,6 +202,7 @@ void PackRow(DType dtype, const void* w, int64_t index, int64_t r, uint8_t* rec)
     case DType::kQ6_K: return PackQ6_KRow(static_cast<const BlockQ6_K*>(w)[index], r, rec);
     case DType::kIQ4_XS: return PackIq4XsRow(static_cast<const BlockIq4Xs*>(w)[index], r, rec);
     case DType::kQ5_0: return PackBlock32Row(static_cast<const BlockQ5_0*>(w)[index], r, rec);
+    case DType::kQ4_Z: return PackBlock32Row(static_cast<const BlockQ4_Z*>(w)[index], r, rec);
     default: return PackBlock32Row(static_cast<const BlockQ4_0*>(w)[index], r, rec);
   }
 }
@@ -183,6 +221,14 @@ std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::Pack(DType dtype, const 
   const size_t bytes = static_cast<size_t>(std::max<int64_t>((p->owned_bytes() + 63) / 64 * 64, 64));
   p->data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
   if (p->data == nullptr) return nullptr;
+  if (dtype == DType::kQ4_Z) {
+    const auto* blocks = static_cast<const BlockQ4_Z*>(w);
+    p->group_blocks = Q4_ZGroupBlocks(blocks, n, p->nsb);
+    const int64_t param_bytes = p->num_strips * p->num_groups() * kQ4_ZGroupParamBytes;
+    p->group_params.reset(static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>((param_bytes + 63) / 64 * 64))));
+    if (p->group_params == nullptr) return nullptr;
+    PackQ4_ZParams(blocks, *p);
+  }
   const int64_t nsb = p->nsb, num_strips = p->num_strips, rec_bytes = p->record_bytes;
   uint8_t* base = p->data.get();
 #pragma omp parallel for schedule(static)

@@ -24,11 +24,16 @@
 //   Q4_0 / IQ4_NL, 288 bytes per strip and block of 32 columns (16 x 18: 1.0x), Q5_0 352
 //   (16 x 22: 1.0x): qs [4 g][16 rows][4] as Q4_K's qs of one sub-block, Q5_0's 5th bits
 //   [16 rows][4] as Q5_K's qh, d [16] fp16. Records are 32-byte aligned (unaligned loads).
+//   Q4_Z (AWQ / GPTQ / compressed-tensors int4), 256 bytes per strip and block of 32: qs as
+//   Q4_0's; the (d, z) of a group live once per strip and group in group_params (48 bytes:
+//   d [16] fp16, z [16] u8), the group being the longest run of blocks that every row's
+//   (d, z) repeats over (the checkpoint's group size, found at Pack): for groups of 128,
+//   268 bytes per 16 x 32 against the checkpoint's 266 (1.008x).
 // A zmm load of 64 code bytes holds 4 columns (x 2 nibbles) of 16 rows, so each vpdpbusd
 // (unsigned codes x a broadcast of 4 signed activation bytes) adds into one int32 lane per
 // weight row, exactly as the Q8_0 kernel does; sub-block scales multiply the int32 dots,
 // Q4_K mins come from the activations' block sums and Q6_K's -32 offset starts the dot at
-// -32 * sum(x). Numerics: bit for bit GemmKQuantReference (backend/kquant_gemm.h).
+// -32 * sum(x); Q4_Z's zero points start it at -z * sum(x) per row. Numerics: bit for bit GemmKQuantReference (backend/kquant_gemm.h).
 //
 //   auto packed = KQuantPackedWeight::Pack(DType::kQ4_K, blocks, n, k);   // load time
 //   RunKQuantPacked(*packed, x, num_rows, bias, y, /*avx512=*/true);
@@ -49,6 +54,8 @@ inline constexpr int64_t kQ6_KPackBytes = 3392;
 inline constexpr int64_t kIq4XsPackBytes = 2240;
 inline constexpr int64_t kQ4_0PackBytes = 288;  // also IQ4_NL
 inline constexpr int64_t kQ5_0PackBytes = 352;
+inline constexpr int64_t kQ4_ZPackBytes = 256;
+inline constexpr int64_t kQ4_ZGroupParamBytes = 48;  // d [16] fp16, z [16] u8
 
 struct KQuantPackedWeight {
   struct FreeDeleter {
@@ -58,9 +65,19 @@ struct KQuantPackedWeight {
   int64_t n = 0, k = 0, nsb = 0, num_strips = 0;  // nsb = k / block (256 or 32), num_strips = ceil(n / 16)
   int64_t record_bytes = 0;                       // k...PackBytes of the dtype
   std::unique_ptr<uint8_t, FreeDeleter> data;     // [num_strips][nsb][record_bytes], 64-byte aligned
+  // kQ4_Z only: blocks per (d, z) group, and [num_strips][nsb / group_blocks][48] of group params.
+  int64_t group_blocks = 0;
+  std::unique_ptr<uint8_t, FreeDeleter> group_params;
 
-  int64_t owned_bytes() const { return num_strips * nsb * record_bytes; }
+  int64_t num_groups() const { return group_blocks > 0 ? nsb / group_blocks : 0; }
+  int64_t owned_bytes() const {
+    return num_strips * nsb * record_bytes + num_strips * num_groups() * kQ4_ZGroupParamBytes;
+  }
   const uint8_t* record(int64_t strip, int64_t sb) const { return data.get() + (strip * nsb + sb) * record_bytes; }
+  // kQ4_Z: the params of the group holding block sb.
+  const uint8_t* params(int64_t strip, int64_t sb) const {
+    return group_params.get() + (strip * num_groups() + sb / group_blocks) * kQ4_ZGroupParamBytes;
+  }
 
   // w: n rows of blocks of `dtype` (IsPackedQuant), k a multiple of its block size. Null when the
   // array cannot be allocated.

@@ -1,4 +1,4 @@
-// AVX2 kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / IQ4_NL linear (kquant_packed.h), the baseline path.
+// AVX2 kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / IQ4_NL / Q4_Z linear (kquant_packed.h), the baseline path.
 //
 // A ymm holds 4 columns of 8 weight rows (half a strip: bytes 32 h .. 32 h + 31 of each
 // 64-byte group). The codes are unsigned (<= 63) and the activations signed (>= -127), so
@@ -222,7 +222,7 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
   Store<MR, NH>(acc, w, m0, s0, bias, y);
 }
 
-// Q4_0 / Q5_0 (unsigned codes from the centring term, as the k-quants) or IQ4_NL (its
+// Q4_0 / Q5_0 / Q4_Z (unsigned codes from the centring term, as the k-quants) or IQ4_NL (its
 // signed values looked up, then llama.cpp's sign trick: |v| * sign(x, v), no offset).
 template <int MR, int NH, DType kType>
 void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
@@ -237,9 +237,14 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
     for (int h = 0; h < NH; ++h) {
       const uint8_t* rec = HalfRecord(w, s0, h, b);
       __m256i dot[MR];
-      for (int m = 0; m < MR; ++m) {
-        dot[m] = kType == DType::kIQ4_NL ? _mm256_setzero_si256()
-                                         : _mm256_set1_epi32(x.aux[(m0 + m) * x.nsb + b] >> kShift);
+      if constexpr (kType == DType::kQ4_Z) {  // -z * sum(x), z per row from the group's params
+        const __m256i z = LoadU8x8(w.params(s0 + h / 2, b) + kQ4_ZParamZ + (h % 2) * 8);
+        for (int m = 0; m < MR; ++m) dot[m] = _mm256_mullo_epi32(z, _mm256_set1_epi32(x.aux[(m0 + m) * x.nsb + b] / 128));
+      } else {
+        for (int m = 0; m < MR; ++m) {
+          dot[m] = kType == DType::kIQ4_NL ? _mm256_setzero_si256()
+                                           : _mm256_set1_epi32(x.aux[(m0 + m) * x.nsb + b] >> kShift);
+        }
       }
       const __m256i h5 = kType == DType::kQ5_0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQ5_0Qh + (h % 2) * 32))
                                                : _mm256_setzero_si256();
@@ -261,7 +266,8 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
           }
         }
       }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + Block32D(kType) + (h % 2) * 16)));
+      const uint8_t* d_w = kType == DType::kQ4_Z ? w.params(s0 + h / 2, b) : rec + Block32D(kType);
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d_w + (h % 2) * 16)));
       for (int m = 0; m < MR; ++m) {
         const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(x.d[(m0 + m) * x.nsb + b]));
         acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[m]), scale, acc[m][h]);
@@ -282,6 +288,7 @@ void TileRow(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64
       case DType::kIQ4_XS: TileIq4Xs<MR, 2>(x, w, m0, s, bias, y); break;
       case DType::kQ4_0: TileBlock32<MR, 2, DType::kQ4_0>(x, w, m0, s, bias, y); break;
       case DType::kQ5_0: TileBlock32<MR, 2, DType::kQ5_0>(x, w, m0, s, bias, y); break;
+      case DType::kQ4_Z: TileBlock32<MR, 2, DType::kQ4_Z>(x, w, m0, s, bias, y); break;
       default: TileBlock32<MR, 2, DType::kIQ4_NL>(x, w, m0, s, bias, y); break;
     }
   }

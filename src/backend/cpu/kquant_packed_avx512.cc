@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / IQ4_NL linear (kquant_packed.h). Everything
+// AVX-512 VNNI kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / IQ4_NL / Q4_Z linear (kquant_packed.h). Everything
 // after the pragma is compiled for AVX-512 and only runs when CpuSupportsAvx512Vnni().
 //
 // Per strip, super-block and 32 columns: 4 zmm loads of code bytes, split into nibbles
@@ -243,8 +243,8 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
   Store<MR, NS>(acc, w, m0, s0, bias, y);
 }
 
-// Q4_0, Q5_0 or IQ4_NL against q8_0 activations: per block of 32 the dot starts at the
-// centring term (-8 / -16 * sum(x), or -128 * sum(x) for IQ4_NL's codes looked up as
+// Q4_0, Q5_0, IQ4_NL or Q4_Z against q8_0 activations: per block of 32 the dot starts at the
+// centring term (-8 / -16 / -z * sum(x), or -128 * sum(x) for IQ4_NL's codes looked up as
 // value + 128), then one fp32 fma with d_w * d_x.
 template <int MR, int NS, DType kType>
 void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
@@ -258,11 +258,25 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
     for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, b);
     const int8_t* xb = x.q + m0 * x.k + b * 32;
     __m512i dot[MR][NS], h5[NS];
-    #pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) {
-      const __m512i corr = _mm512_srai_epi32(_mm512_set1_epi32(x.aux[(m0 + m) * x.nsb + b]), kShift);
+    if constexpr (kType == DType::kQ4_Z) {  // -z * sum(x), z per row from the group's params
+      __m512i z[NS];
       #pragma GCC unroll 4
-      for (int j = 0; j < NS; ++j) dot[m][j] = corr;
+      for (int j = 0; j < NS; ++j) {
+        z[j] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.params(s0 + j, b) + kQ4_ZParamZ)));
+      }
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) {
+        const __m512i neg_sum = _mm512_set1_epi32(x.aux[(m0 + m) * x.nsb + b] / 128);
+        #pragma GCC unroll 4
+        for (int j = 0; j < NS; ++j) dot[m][j] = _mm512_mullo_epi32(z[j], neg_sum);
+      }
+    } else {
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) {
+        const __m512i corr = _mm512_srai_epi32(_mm512_set1_epi32(x.aux[(m0 + m) * x.nsb + b]), kShift);
+        #pragma GCC unroll 4
+        for (int j = 0; j < NS; ++j) dot[m][j] = corr;
+      }
     }
     if constexpr (kType == DType::kQ5_0) {
       #pragma GCC unroll 4
@@ -274,7 +288,8 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
     BlockDots<MR, NS, kMode>(x, rec, 0, h5, xb, dot);
     #pragma GCC unroll 4
     for (int j = 0; j < NS; ++j) {
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec[j] + Block32D(kType))));
+      const uint8_t* d_w = kType == DType::kQ4_Z ? w.params(s0 + j, b) : rec[j] + Block32D(kType);
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d_w)));
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
         const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(m0 + m) * x.nsb + b]));
@@ -338,6 +353,7 @@ void TileOf(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_
     case DType::kIQ4_XS: return TileIq4Xs<MR, NS>(x, w, m0, s, bias, y);
     case DType::kQ4_0: return TileBlock32<MR, NS, DType::kQ4_0>(x, w, m0, s, bias, y);
     case DType::kQ5_0: return TileBlock32<MR, NS, DType::kQ5_0>(x, w, m0, s, bias, y);
+    case DType::kQ4_Z: return TileBlock32<MR, NS, DType::kQ4_Z>(x, w, m0, s, bias, y);
     default: return TileBlock32<MR, NS, DType::kIQ4_NL>(x, w, m0, s, bias, y);
   }
 }

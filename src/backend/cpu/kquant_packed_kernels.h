@@ -13,6 +13,7 @@ inline constexpr int64_t kQ4_KSc = 2048, kQ4_KMn = 2176, kQ4_KD = 2304, kQ4_KDmi
 inline constexpr int64_t kQ6_KQh = 2048, kQ6_KSc = 3072, kQ6_KD = 3328;
 inline constexpr int64_t kQ5_0Qh = 256, kQ4_0D = 256, kQ5_0D = 320;
 inline constexpr int64_t kIq4XsSc = 2048, kIq4XsD = 2176;
+inline constexpr int64_t kQ4_ZParamZ = 32;  // z [16] after d [16] fp16 in a group's params
 
 // IQ4_NL's table plus 128, as unsigned bytes for vpdpbusd.
 alignas(16) inline constexpr uint8_t kIq4NlPlus128[16] = {1,   24,  45,  63,  79,  93,  106, 118,

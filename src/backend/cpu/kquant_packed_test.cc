@@ -1,4 +1,4 @@
-// Packed Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / IQ4_NL linear (kquant_packed.h): the AVX-512 VNNI and AVX2 kernels against
+// Packed Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / IQ4_NL / Q4_Z linear (kquant_packed.h): the AVX-512 VNNI and AVX2 kernels against
 // the scalar GemmKQuantReference (which reads the file's blocks, so the load-time
 // rearrangement is checked too) bit for bit, over odd N (partial strips), K of 1-4
 // super-blocks, M = 1..4 (GEMV tiles) and larger (GEMM tiles), with and without bias;
@@ -191,8 +191,56 @@ TEST_P(KQuantPacked, PackedBytesWithinFivePercentOfTheFile) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p->data.get()) % 64, 0u);
 }
 
+// Q4_Z as AWQ / GPTQ rows give it: one (d, z) per group of `group` columns, z in 0..15.
+std::vector<uint8_t> GroupedQ4_Z(int64_t n, int64_t k, int64_t group, uint32_t seed) {
+  std::vector<uint8_t> w = RandomBlocks(DType::kQ4_Z, n, k, seed);
+  auto* blocks = reinterpret_cast<BlockQ4_Z*>(w.data());
+  std::mt19937 rng(seed + 1000);
+  std::uniform_real_distribution<float> dist(1e-4f, 0.02f);
+  const int64_t nb = k / 32, gb = group / 32;
+  for (int64_t row = 0; row < n; ++row) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ4_Z& blk = blocks[row * nb + b];
+      if (b % gb == 0) {
+        blk.d = F32ToF16(dist(rng));
+        blk.z = static_cast<uint8_t>(rng() % 16);
+      } else {
+        blk.d = blocks[row * nb + b - b % gb].d;
+        blk.z = blocks[row * nb + b - b % gb].z;
+      }
+      blk.reserved = 0;
+    }
+  }
+  return w;
+}
+
+// The checkpoint's group is found at Pack and its params stored once per strip and group:
+// groups of 32, 128 and the whole row (GPTQ's group_size -1) are all bit for bit the oracle's.
+TEST(KQuantPackedQ4_Z, GroupsFoundAndStoredOnce) {
+  struct Case { int64_t m, n, k, group; };
+  uint32_t seed = 300;
+  for (Case c : std::vector<Case>{{1, 67, 512, 128}, {3, 40, 256, 32}, {9, 33, 384, 384}, {2, 16, 1024, 64},
+                                  {5, 100, 768, 256}}) {
+    const std::vector<uint8_t> w = GroupedQ4_Z(c.n, c.k, c.group, seed++);
+    const auto p = KQuantPackedWeight::Pack(DType::kQ4_Z, w.data(), c.n, c.k);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->group_blocks, c.group / 32) << c.group;
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(c.m * c.k), seed++, 1.0f);
+    const std::vector<float> want = RunReference(DType::kQ4_Z, w, c.n, c.k, x, c.m, nullptr);
+    for (bool avx512 : Isas()) {
+      ExpectBitEqual(RunPacked(*p, x, c.m, nullptr, avx512), want,
+                     "group " + std::to_string(c.group) + (avx512 ? " avx512" : " avx2"));
+    }
+  }
+  // 4-bit codes plus fp16 scales and 4-bit zeros per group of 128 (AWQ's bytes): 1.008x.
+  const int64_t n = 1024, k = 1024;
+  const auto p = KQuantPackedWeight::Pack(DType::kQ4_Z, GroupedQ4_Z(n, k, 128, 9).data(), n, k);
+  const double checkpoint_bytes = n * k / 2.0 + n * (k / 128) * 2.5;
+  EXPECT_LE(static_cast<double>(p->owned_bytes()), 1.01 * checkpoint_bytes);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, KQuantPacked, ::testing::Values(DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS, DType::kQ4_0, DType::kQ5_0,
-                                                           DType::kIQ4_NL),
+                                                           DType::kIQ4_NL, DType::kQ4_Z),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
 
 }  // namespace
