@@ -16,7 +16,9 @@
 // quantized per 32-block); a float weight prepared with
 //   be->PrepareLinear(w, b, {.quantization = LinearQuantization::kInt8});
 // runs as W8A8 (per-output-channel int8 weights, dynamic per-token int8 activations).
-// The exact semantics of both are the reference backend's (backend/int8_quant.h).
+// A kQ8_S weight (a per-channel int8 checkpoint, e.g. compressed-tensors W8A8) runs as
+// W8A8 with its own codes and scales, exactly as if that float weight had been quantized here.
+// The exact semantics of all three are the reference backend's (backend/int8_quant.h).
 #pragma once
 
 #include <cstddef>

@@ -39,6 +39,7 @@ std::pair<int64_t, size_t> BlockShape(DType dtype) {
     case DType::kIQ4_NL: return {32, 18};
     case DType::kIQ4_XS: return {kKQuantBlockElements, 136};
     case DType::kQ4_Z: return {32, 20};
+    case DType::kQ8_S: return {32, 36};
     default: return {1, 0};
   }
 }
@@ -74,6 +75,7 @@ std::string_view DTypeName(DType dtype) {
     case DType::kIQ4_NL: return "iq4_nl";
     case DType::kIQ4_XS: return "iq4_xs";
     case DType::kQ4_Z: return "q4_z";
+    case DType::kQ8_S: return "q8_s";
   }
   return "?";
 }

@@ -39,6 +39,8 @@ enum class DType : uint8_t {
   kIQ4_XS,  // llama.cpp block_iq4_xs (136 bytes per 256 elements)
   kQ4_Z,    // pagellm's BlockQ4_Z (20 bytes per 32 elements): 4-bit codes with an fp16 scale and an
             // integer zero point, what AWQ / GPTQ / compressed-tensors int4 checkpoints become at load
+  kQ8_S,    // pagellm's BlockQ8_S (36 bytes per 32 elements): int8 codes with an fp32 scale, what
+            // per-channel int8 checkpoints (compressed-tensors W8A8) become at load; runs as W8A8
 };
 
 // Size of one llama.cpp block_q8_0 and the number of values it holds.
@@ -53,7 +55,7 @@ inline constexpr size_t kQ6_KBlockBytes = 210;
 // Bytes per element. Precondition: not a block type (CHECK-fails for kQ8_0; use DTypeBytes).
 size_t DTypeSize(DType dtype);
 
-// Elements per block: 1 for plain types, 32 for kQ8_0 / kQ4_0 / kQ5_0 / kIQ4_NL / kQ4_Z, 256 for the
+// Elements per block: 1 for plain types, 32 for kQ8_0 / kQ4_0 / kQ5_0 / kIQ4_NL / kQ4_Z / kQ8_S, 256 for the
 // k-quants and kIQ4_XS.
 int64_t DTypeBlockSize(DType dtype);
 

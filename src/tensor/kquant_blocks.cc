@@ -1,5 +1,7 @@
 #include "tensor/kquant_blocks.h"
 
+#include <cstring>
+
 #include "tensor/half.h"
 
 namespace pagellm {
@@ -98,6 +100,25 @@ void DequantizeRowQ4_Z(const BlockQ4_Z* in, int64_t k, float* y) {
     const float d = F16ToF32(in[b].d);
     const int z = in[b].z;
     for (int i = 0; i < 32; ++i) y[32 * b + i] = static_cast<float>(Q4_ZCode(in[b], i) - z) * d;
+  }
+}
+
+bool Q8_SRowScales(const BlockQ8_S* w, int64_t n, int64_t k, float* scale) {
+  const int64_t nb = k / 32;
+  for (int64_t row = 0; row < n; ++row) {
+    const BlockQ8_S* r = w + row * nb;
+    for (int64_t b = 1; b < nb; ++b) {
+      if (std::memcmp(&r[b].d, &r[0].d, sizeof(float)) != 0) return false;
+    }
+    scale[row] = nb > 0 ? r[0].d : 0.0f;
+  }
+  return true;
+}
+
+void DequantizeRowQ8_S(const BlockQ8_S* in, int64_t k, float* y) {
+  PAGELLM_CHECK(k % 32 == 0);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    for (int i = 0; i < 32; ++i) y[32 * b + i] = in[b].d * static_cast<float>(in[b].qs[i]);
   }
 }
 

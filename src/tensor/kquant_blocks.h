@@ -70,6 +70,21 @@ struct BlockQ4_Z {
 };
 static_assert(sizeof(BlockQ4_Z) == 20, "BlockQ4_Z must be 20 bytes");
 
+// Q8_S: int8 codes with an fp32 scale, value = d * q; a per-output-channel int8 weight
+// (compressed-tensors W8A8) repeats its row's scale in every block, any float scale exactly.
+// Backends run it as W8A8 (dynamic per-token int8 activations), which needs that repetition.
+struct BlockQ8_S {
+  float d;
+  int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8_S) == 36, "BlockQ8_S must be 36 bytes");
+
+// The per-row scales of n rows of k / 32 Q8_S blocks (scale[n]), or false when some row's
+// blocks do not share one scale.
+bool Q8_SRowScales(const BlockQ8_S* w, int64_t n, int64_t k, float* scale);
+
+void DequantizeRowQ8_S(const BlockQ8_S* in, int64_t k, float* out);
+
 // IQ4_NL has Q4_0's bytes; only the meaning of a code differs.
 using BlockIq4Nl = BlockQ4_0;
 

@@ -16,8 +16,10 @@
 #include <cstring>
 
 #include "backend/cpu/int8_gemv.h"
+#include "backend/cpu/kernel_test_data.h"
 #include "backend/int8_quant.h"
 #include "gguf/gguf_quants.h"
+#include "tensor/kquant_blocks.h"
 #include "tests/conformance/conformance_util.h"
 
 namespace pagellm::conformance {
@@ -255,6 +257,61 @@ TEST(Int8Conformance, QuantizedCloseToFloat) {
       EXPECT_NEAR(yq[i], yf[i], 0.02 * s) << "q8_0 (" << r << ", " << c << ")";
     }
   }
+}
+
+// Q8_S [n, k] from `values` quantized per row as W8A8 quantizes a float weight, i.e. a
+// compressed-tensors W8A8 checkpoint of that weight.
+std::vector<BlockQ8_S> MakeQ8_S(const std::vector<float>& values, int64_t n, int64_t k) {
+  std::vector<BlockQ8_S> blocks(static_cast<size_t>(n * k / 32));
+  std::vector<int8_t> q(static_cast<size_t>(k));
+  for (int64_t row = 0; row < n; ++row) {
+    const float s = QuantizeRowInt8(values.data() + row * k, k, q.data());
+    for (int64_t i = 0; i < k; ++i) {
+      BlockQ8_S& b = blocks[static_cast<size_t>((row * k + i) / 32)];
+      b.d = s;
+      b.qs[i % 32] = q[static_cast<size_t>(i)];
+    }
+  }
+  return blocks;
+}
+
+// A pre-quantized per-channel int8 weight (kQ8_S) runs exactly as W8A8 of the float weight it
+// came from: same codes, same scales, same kernels, on every variant and in the reference.
+TEST(Int8Conformance, PrequantizedQ8_SIsW8A8BitForBit) {
+  const int64_t n = 67, k = 160;
+  auto w_values = RandomFloats(static_cast<size_t>(n * k), 51, 0.1f);
+  OwnedTensor w = MakeTensor(w_values, DType::kF32, {n, k});
+  std::vector<BlockQ8_S> blocks = MakeQ8_S(w_values, n, k);
+  const TensorView q8s{blocks.data(), DType::kQ8_S, {n, k}};
+  OwnedTensor b = MakeTensor(RandomFloats(static_cast<size_t>(n), 52, 0.5f), DType::kF32, {n});
+  const LinearOptions int8{.quantization = LinearQuantization::kInt8};
+  ReferenceBackend ref;
+  for (int64_t m : kRows) {
+    auto x = RandomFloats(static_cast<size_t>(m * k), 53 + static_cast<uint32_t>(m));
+    std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
+    auto ref_float = ref.PrepareLinear(w.view, b.view, int8);
+    auto ref_q8s = ref.PrepareLinear(q8s, b.view);
+    ASSERT_TRUE(ref_float.ok() && ref_q8s.ok()) << ref_q8s.status();
+    ref.Linear(**ref_float, x.data(), m, want.data());
+    ref.Linear(**ref_q8s, x.data(), m, got.data());
+    testing::ExpectBitEqual(got, want, "reference m=" + std::to_string(m));
+    for (const CpuVariant& variant : CpuVariants()) {
+      CpuBackend cpu(variant.options);
+      auto cpu_float = cpu.PrepareLinear(w.view, b.view, int8);
+      auto cpu_q8s = cpu.PrepareLinear(q8s, b.view);
+      ASSERT_TRUE(cpu_float.ok() && cpu_q8s.ok()) << cpu_q8s.status();
+      cpu.Linear(**cpu_float, x.data(), m, want.data());
+      cpu.Linear(**cpu_q8s, x.data(), m, got.data());
+      testing::ExpectBitEqual(got, want, variant.name + " m=" + std::to_string(m));
+    }
+  }
+  // Scales that change within a row (grouped int8) cannot run as W8A8: refused, not approximated.
+  blocks[1].d *= 2.0f;
+  CpuBackend cpu;
+  auto refused = cpu.PrepareLinear(q8s, TensorView{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("share one scale"), std::string::npos) << refused.status();
+  EXPECT_FALSE(ref.PrepareLinear(q8s, TensorView{}).ok());
 }
 
 TEST(Int8Conformance, RejectsBadQ8_0) {

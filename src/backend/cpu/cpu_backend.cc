@@ -190,7 +190,7 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
       return ResourceExhaustedError(fmt::format("linear {}: cannot allocate the rearranged {} copy",
                                                 ShapeToString(weight.shape), DTypeName(weight.dtype)));
     }
-  } else if (options.quantization == LinearQuantization::kInt8) {
+  } else if (options.quantization == LinearQuantization::kInt8 || weight.dtype == DType::kQ8_S) {
     PAGELLM_ASSIGN_OR_RETURN(prepared->w8a8, W8A8Weight::Create(weight, options_.use_dnnl));
   } else {
     if (weight.dtype == DType::kBF16 && options_.repack_bf16) {

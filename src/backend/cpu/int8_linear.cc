@@ -12,6 +12,7 @@
 #include "backend/reference/reference_backend.h"
 #include "common/logging.h"
 #include "tensor/half.h"
+#include "tensor/kquant_blocks.h"
 
 namespace pagellm {
 namespace {
@@ -68,14 +69,21 @@ StatusOr<std::unique_ptr<W8A8Weight>> W8A8Weight::Create(const TensorView& weigh
   w->row_sum.resize(static_cast<size_t>(w->n));
   w->scale.resize(static_cast<size_t>(w->n));
   W8A8Weight* p = w.get();
+  const bool prequantized = weight.dtype == DType::kQ8_S;
+  if (prequantized) Q8_SRowScales(static_cast<const BlockQ8_S*>(weight.data), p->n, p->k, p->scale.data());
 #pragma omp parallel
   {
     std::vector<float> row(static_cast<size_t>(p->k));
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < p->n; ++n) {
-      for (int64_t k = 0; k < p->k; ++k) row[static_cast<size_t>(k)] = LoadElementAsF32(weight.data, weight.dtype, n * p->k + k);
       int8_t* q = p->q.data() + n * p->k_padded;
-      p->scale[static_cast<size_t>(n)] = QuantizeRowInt8(row.data(), p->k, q);
+      if (prequantized) {
+        const auto* blocks = static_cast<const BlockQ8_S*>(weight.data) + n * (p->k / 32);
+        for (int64_t k = 0; k < p->k; ++k) q[k] = blocks[k / 32].qs[k % 32];
+      } else {
+        for (int64_t k = 0; k < p->k; ++k) row[static_cast<size_t>(k)] = LoadElementAsF32(weight.data, weight.dtype, n * p->k + k);
+        p->scale[static_cast<size_t>(n)] = QuantizeRowInt8(row.data(), p->k, q);
+      }
       int32_t sum = 0;
       for (int64_t k = 0; k < p->k; ++k) sum += q[k];
       p->row_sum[static_cast<size_t>(n)] = sum;

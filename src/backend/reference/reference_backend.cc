@@ -19,15 +19,23 @@ Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias) {
     return InvalidArgumentError(fmt::format("linear weight must be a 2-D [N, K] tensor, got {}",
                                             ShapeToString(weight.shape)));
   }
-  if (!is_float(weight.dtype) && weight.dtype != DType::kQ8_0 && !IsPackedQuant(weight.dtype)) {
+  if (!is_float(weight.dtype) && weight.dtype != DType::kQ8_0 && weight.dtype != DType::kQ8_S &&
+      !IsPackedQuant(weight.dtype)) {
     return InvalidArgumentError(fmt::format("linear weight dtype {} is not supported", DTypeName(weight.dtype)));
   }
   if (IsPackedQuant(weight.dtype) && weight.dim(1) % DTypeBlockSize(weight.dtype) != 0) {
     return InvalidArgumentError(fmt::format("{} linear weight {} needs K % {} == 0", DTypeName(weight.dtype),
                                             ShapeToString(weight.shape), DTypeBlockSize(weight.dtype)));
   }
-  if (weight.dtype == DType::kQ8_0 && weight.dim(1) % kQ8_0BlockElements != 0) {
-    return InvalidArgumentError(fmt::format("q8_0 linear weight {} needs K % 32 == 0", ShapeToString(weight.shape)));
+  if ((weight.dtype == DType::kQ8_0 || weight.dtype == DType::kQ8_S) && weight.dim(1) % kQ8_0BlockElements != 0) {
+    return InvalidArgumentError(fmt::format("{} linear weight {} needs K % 32 == 0", DTypeName(weight.dtype),
+                                            ShapeToString(weight.shape)));
+  }
+  if (weight.dtype == DType::kQ8_S && !Q8_SRowScales(static_cast<const BlockQ8_S*>(weight.data), weight.dim(0),
+                                                     weight.dim(1), std::vector<float>(weight.dim(0)).data())) {
+    return InvalidArgumentError(fmt::format("q8_s linear weight {}: a row's blocks do not share one scale (only "
+                                            "per-output-channel int8 weights run, as W8A8)",
+                                            ShapeToString(weight.shape)));
   }
   if (!bias.empty() && (bias.numel() != weight.dim(0) || !is_float(bias.dtype))) {
     return InvalidArgumentError(fmt::format("linear bias {} {} does not match weight {}", DTypeName(bias.dtype),
@@ -128,7 +136,14 @@ StatusOr<std::unique_ptr<LinearWeight>> ReferenceBackend::PrepareLinear(const Te
                                                                         const LinearOptions& options) {
   PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weight, bias));
   auto w = std::make_unique<ReferenceLinearWeight>(this, weight, bias);
-  if (options.quantization == LinearQuantization::kInt8 && DTypeBlockSize(weight.dtype) == 1) {
+  if (weight.dtype == DType::kQ8_S) {  // pre-quantized per channel: W8A8 with the checkpoint's codes and scales
+    const int64_t n_out = weight.dim(0), k_in = weight.dim(1);
+    const auto* blocks = static_cast<const BlockQ8_S*>(weight.data);
+    w->s_w.resize(static_cast<size_t>(n_out));
+    Q8_SRowScales(blocks, n_out, k_in, w->s_w.data());
+    w->q_w.resize(static_cast<size_t>(n_out * k_in));
+    for (int64_t i = 0; i < n_out * k_in; ++i) w->q_w[static_cast<size_t>(i)] = blocks[i / 32].qs[i % 32];
+  } else if (options.quantization == LinearQuantization::kInt8 && DTypeBlockSize(weight.dtype) == 1) {
     const int64_t n_out = weight.dim(0), k_in = weight.dim(1);
     w->q_w.resize(static_cast<size_t>(n_out * k_in));
     w->s_w.resize(static_cast<size_t>(n_out));
