@@ -8,7 +8,9 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
       ->capture_default_str();
   cmd->add_option("--dtype", c->dtype, "auto, bfloat16, float16 or float32")->capture_default_str();
   cmd->add_option("--quantization,-q", c->quantization,
-                  "none, or int8 (W8A8: per-channel int8 weights, per-token int8 activations)")
+                  "none (the checkpoint's own: awq, gptq, compressed-tensors int4), int8 (W8A8 of a float "
+                  "checkpoint: per-channel int8 weights, per-token int8 activations), or the checkpoint's method "
+                  "(awq, awq_marlin, gptq, gptq_marlin, compressed-tensors)")
       ->capture_default_str();
   cmd->add_option("--generation-config", c->generation_config,
                   "auto (the model's generation_config.json) or vllm (ignore it)")

@@ -7,6 +7,7 @@
 #include "engine/causal_lm.h"
 #include "engine/dist_group.h"
 #include "model/model_loader.h"
+#include "model/quantization_flag.h"
 #include "runner/tp_causal_lm.h"
 
 namespace pagellm {
@@ -20,10 +21,11 @@ struct WorkerModel {
 
 Status LoadShard(const EngineConfig& config, dist::Communicator& comm, Backend& backend, WorkerModel& out) {
   LoadOptions load{.model_path = config.model, .load_format = config.load_format, .dtype = config.dtype,
-                   .seed = config.seed};
+                   .seed = config.seed, .quantization = config.quantization};
   PAGELLM_ASSIGN_OR_RETURN(out.loaded, LoadModel(load));
   LinearOptions linear_options;
-  PAGELLM_ASSIGN_OR_RETURN(linear_options.quantization, LinearQuantizationFromName(config.quantization));
+  PAGELLM_ASSIGN_OR_RETURN(linear_options.quantization,
+                           LinearQuantizationFromName(FloatLinearQuantization(config.quantization)));
   const int32_t max_tokens = std::max(config.max_num_batched_tokens, 1);
   const ParallelLayout layout{config.tensor_parallel_size, config.pipeline_parallel_size};
   PAGELLM_ASSIGN_OR_RETURN(out.shard, CreateShardedCausalLm(out.loaded.config, out.loaded.weights, backend, max_tokens,

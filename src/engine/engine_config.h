@@ -15,8 +15,11 @@ struct EngineConfig {
   std::string load_format = "auto";     // auto | safetensors | dummy
   std::string dtype = "auto";           // auto | bfloat16 | float16 | float32
   // Linear-layer quantization (vLLM's --quantization): "none" | "int8" (W8A8 from a
-  // float checkpoint: LinearOptions{LinearQuantization::kInt8}). GGUF Q8_0 weights run
-  // as Q8_0 regardless. Parse with LinearQuantizationFromName (backend/backend.h).
+  // float checkpoint: LinearOptions{LinearQuantization::kInt8}) | a checkpoint method
+  // ("awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors"), which must match
+  // config.json's quantization_config (none takes the checkpoint's; model/quantization_flag.h).
+  // GGUF Q8_0 weights run as Q8_0 regardless. The backend gets
+  // LinearQuantizationFromName(FloatLinearQuantization(quantization)).
   std::string quantization = "none";
   std::string generation_config = "auto";  // auto (model's file) | vllm (none) | a directory
   uint64_t seed = 0;                    // engine seed: dummy weights, unseeded requests

@@ -14,6 +14,7 @@
 #include "runner/tp_causal_lm.h"
 #include "engine/sample_state.h"
 #include "engine/sampling_validation.h"
+#include "model/quantization_flag.h"
 #include "model/shard_plan.h"
 #include "engine/stop_checker.h"
 #include "runner/rng.h"
@@ -65,6 +66,7 @@ Status EngineCore::Init() {
   load.load_format = config_.load_format;
   load.dtype = config_.dtype;
   load.seed = config_.seed;
+  load.quantization = config_.quantization;
   PAGELLM_ASSIGN_OR_RETURN(loaded_, LoadModel(load));
   std::string tok_dir = config_.tokenizer.empty() ? loaded_.tokenizer_path : config_.tokenizer;
   if (tok_dir.empty()) return NotFoundError(fmt::format("no tokenizer.json next to {}; pass --tokenizer", config_.model));
@@ -86,7 +88,9 @@ Status EngineCore::Init() {
   PAGELLM_ASSIGN_OR_RETURN(backend_, BackendRegistry::Get("cpu"));
   int32_t max_tokens = std::max(config_.max_num_batched_tokens, 1);
   LinearOptions linear_options;
-  PAGELLM_ASSIGN_OR_RETURN(linear_options.quantization, LinearQuantizationFromName(config_.quantization));
+  // An int4 checkpoint's linears arrive quantized (q4_z); its float ones (lm_head, ...) stay float.
+  PAGELLM_ASSIGN_OR_RETURN(linear_options.quantization,
+                           LinearQuantizationFromName(FloatLinearQuantization(config_.quantization)));
   // What the backend packs, widens or quantizes while preparing this model's weights (the
   // backend is shared by the process; engines are created one at a time).
   const int64_t prepared_before = backend_->prepared_weight_bytes();

@@ -10,7 +10,10 @@
 
 #include "common/logging.h"
 #include "model/dummy_weights.h"
+#include "model/hf_int4_formats.h"
 #include "model/gguf_loader.h"
+#include "model/hf_quant_source.h"
+#include "model/quantization_flag.h"
 #include "model/safetensors.h"
 #include "model/weight_binding.h"
 #include "model/weight_spec.h"
@@ -38,15 +41,33 @@ bool HasSafetensors(const std::string& dir) {
 }
 
 StatusOr<ModelWeights> LoadSafetensorsWeights(const ModelConfig& config, const std::string& dir, DType dtype,
-                                              size_t& num_files) {
+                                              const HfQuantConfig& quant, size_t& num_files) {
   PAGELLM_ASSIGN_OR_RETURN(auto ckpt, SafetensorsCheckpoint::Open(dir, DrawProgress));
   num_files = ckpt->files().size();
-  PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindWeights(config, *ckpt));
-  if (weights.dtype != dtype) {
-    PLOG_INFO("converting weights from {} to {}", DTypeName(weights.dtype), DTypeName(dtype));
+  std::unique_ptr<HfQuantTensorSource> repacked;
+  if (quant.quantized()) {
+    PAGELLM_ASSIGN_OR_RETURN(repacked, HfQuantTensorSource::Create(*ckpt, quant));
+    if (repacked->num_repacked() == 0) {
+      return InvalidArgumentError(fmt::format("{}: config.json declares {} quantization but no tensor is quantized "
+                                              "(no *.{})", dir, quant.Describe(), Int4MarkerSuffix(quant.method)));
+    }
+  }
+  const TensorSource& source = repacked != nullptr ? static_cast<const TensorSource&>(*repacked) : *ckpt;
+  PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindWeights(config, source));
+  // The float views share the embedding's dtype (BindWeights); quantized ones stay.
+  if (weights.embed_tokens.dtype != dtype) {
+    PLOG_INFO("converting {}weights from {} to {}", quant.quantized() ? "float " : "",
+              DTypeName(weights.embed_tokens.dtype), DTypeName(dtype));
     return ConvertWeights(weights, dtype);
   }
   return weights;
+}
+
+// "bf16", or "awq int4 g128 (as q4_z) + f16" for a quantized checkpoint.
+std::string WeightsDescription(const LoadedModel& model) {
+  if (!model.quantization.quantized()) return std::string(DTypeName(model.weights.dtype));
+  return fmt::format("{} (as {}) + {}", model.quantization.Describe(), DTypeName(model.weights.dtype),
+                     DTypeName(model.weights.embed_tokens.dtype));
 }
 
 }  // namespace
@@ -54,21 +75,31 @@ StatusOr<ModelWeights> LoadSafetensorsWeights(const ModelConfig& config, const s
 StatusOr<LoadedModel> LoadModel(const LoadOptions& options) {
   auto start = std::chrono::steady_clock::now();
   const std::string& dir = options.model_path;
-  if (IsGgufPath(dir)) return LoadGgufModel(options);
+  if (IsGgufPath(dir)) {
+    PAGELLM_RETURN_IF_ERROR(CheckQuantizationFlag(options.quantization, HfQuantConfig{}, dir));
+    return LoadGgufModel(options);
+  }
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return NotFoundError(fmt::format("model directory {} does not exist", dir));
   LoadedModel model;
   PAGELLM_ASSIGN_OR_RETURN(model.config, LoadModelConfig(dir));
+  PAGELLM_ASSIGN_OR_RETURN(HfQuantConfig quant, LoadHfQuantConfig(dir));
+  PAGELLM_RETURN_IF_ERROR(CheckQuantizationFlag(options.quantization, quant, dir));
   PAGELLM_ASSIGN_OR_RETURN(model.generation_config, LoadGenerationConfig(dir));
   PAGELLM_ASSIGN_OR_RETURN(DType dtype, ResolveDtype(options.dtype, model.config.torch_dtype));
   std::string format = options.load_format;
   if (format == "auto") format = HasSafetensors(dir) ? "safetensors" : "";
   size_t num_files = 0;
   if (format == "dummy") {
+    if (quant.quantized()) {
+      PLOG_INFO("--load-format dummy: random float weights; the checkpoint's {} quantization is not applied",
+                quant.Describe());
+    }
     PAGELLM_ASSIGN_OR_RETURN(auto store, GenerateDummyWeights(model.config, options.seed, dtype));
     PAGELLM_ASSIGN_OR_RETURN(model.weights, BindWeights(model.config, *store));
   } else if (format == "safetensors") {
-    PAGELLM_ASSIGN_OR_RETURN(model.weights, LoadSafetensorsWeights(model.config, dir, dtype, num_files));
+    PAGELLM_ASSIGN_OR_RETURN(model.weights, LoadSafetensorsWeights(model.config, dir, dtype, quant, num_files));
+    model.quantization = quant;
   } else if (format.empty()) {
     return NotFoundError(fmt::format(
         "{} has no model.safetensors or model.safetensors.index.json (use --load-format dummy for random weights)",
@@ -80,7 +111,7 @@ StatusOr<LoadedModel> LoadModel(const LoadOptions& options) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   PLOG_INFO("loaded {} ({}): {} tensors, {:.1f} MB of {} weights from {}, {:.2f} s", dir,
             ModelConfigSummary(model.config), ListWeightSpecs(model.config).size(), WeightBytes(model.weights) / 1e6,
-            DTypeName(model.weights.dtype),
+            WeightsDescription(model),
             format == "dummy" ? fmt::format("dummy seed {}", options.seed) : fmt::format("{} file(s)", num_files),
             seconds);
   return model;

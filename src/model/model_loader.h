@@ -1,6 +1,8 @@
 // LoadModel: the one call that turns a model directory or a `.gguf` file (or just a
 // config for `--load-format dummy`) into config + generation defaults + weights.
-// GGUF files go through LoadGgufModel (model/gguf_loader.h).
+// GGUF files go through LoadGgufModel (model/gguf_loader.h). Int4 checkpoints (AWQ, GPTQ,
+// compressed-tensors: config.json quantization_config) load their linears as q4_z
+// (model/hf_quant_source.h); --dtype then applies to the float tensors only.
 //
 //   LoadOptions options;
 //   options.model_path = "/models/qwen3-0.6b";
@@ -18,6 +20,7 @@
 #include "common/status.h"
 #include "model/config.h"
 #include "model/generation_config.h"
+#include "model/hf_quant_config.h"
 #include "model/weights.h"
 
 namespace pagellm {
@@ -27,12 +30,16 @@ struct LoadOptions {
   std::string load_format = "auto";  // auto | safetensors | gguf | dummy
   std::string dtype = "auto";        // auto | bfloat16 | float16 | float32 (and aliases)
   uint64_t seed = 0;                 // dummy weights only
+  // vLLM's --quantization, checked against config.json's quantization_config
+  // (model/quantization_flag.h): none (take the checkpoint's) | int8 | awq | gptq | ...
+  std::string quantization = "none";
 };
 
 struct LoadedModel {
   ModelConfig config;
   GenerationConfig generation_config;
   ModelWeights weights;
+  HfQuantConfig quantization;  // how the weights are quantized (method none: float weights)
   std::string tokenizer_path;  // directory containing tokenizer.json, or the .gguf; empty if none
 };
 

@@ -23,9 +23,13 @@ StatusOr<DType> ParseEntryDtype(const Json& info, const std::string& name, const
   if (dtype == "BF16") return DType::kBF16;
   if (dtype == "F16") return DType::kF16;
   if (dtype == "F32") return DType::kF32;
-  if (dtype == "I32") return DType::kI32;  // index tensors (compact checkpoints' row ids)
+  // Integer tensors: compact checkpoints' row ids, and int4 checkpoints' packed codes,
+  // g_idx and compressed-tensors' weight_shape (torch.tensor(shape) is int64).
+  if (dtype == "I32") return DType::kI32;
+  if (dtype == "I64") return DType::kI64;
   return UnimplementedError(fmt::format(
-      "{}: tensor '{}' has dtype {}; only BF16, F16, F32 (and I32 index) tensors are supported", file, name, dtype));
+      "{}: tensor '{}' has dtype {}; only BF16, F16, F32 (and I32 / I64 integer) tensors are supported", file, name,
+      dtype));
 }
 
 // Parses one header entry; checks shape and offsets against the data section size.

@@ -44,7 +44,7 @@ struct SafetensorsHeader {
 };
 
 // Parses and validates the header of the safetensors file held in `bytes`. Only
-// BF16/F16/F32 tensors are accepted. `file` is used in error messages.
+// BF16/F16/F32 tensors (and I32/I64 integer ones) are accepted. `file` is used in error messages.
 StatusOr<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> bytes, const std::string& file);
 
 class SafetensorsCheckpoint final : public TensorSource {

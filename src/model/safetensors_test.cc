@@ -178,7 +178,7 @@ TEST(SafetensorsTest, CorruptFilesFailWithTheFileName) {
                           R"("b":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}})", data), "overlap"},
       {"bad_shape", RawFile(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data), "bad shape"},
       {"no_offsets", RawFile(R"({"a":{"dtype":"F32","shape":[2]}})", data), "data_offsets"},
-      {"i64", RawFile(R"({"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", data), "dtype I64"},
+      {"f64", RawFile(R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", data), "dtype F64"},
   };
   for (const Case& c : cases) {
     std::string path = dir + "/" + c.name + ".safetensors";

@@ -1,6 +1,7 @@
 #include "model/weight_binding.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -12,8 +13,30 @@
 namespace pagellm {
 namespace {
 
-
 bool IsFloatDtype(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16 || dtype == DType::kF32; }
+
+// The block-quantized weight dtypes a safetensors checkpoint may bind (HF int4 checkpoints
+// repacked by HfQuantTensorSource), for the 2-D linear projections of the decoder layers
+// only: norms, embeddings, conv1d, routers and lm_head have no quantized code path there.
+bool AcceptsQuantized(const WeightSpec& spec, DType dtype) {
+  if (dtype != DType::kQ4_Z || spec.shape.size() != 2) return false;
+  switch (spec.role) {
+    case WeightRole::kQProj:
+    case WeightRole::kKProj:
+    case WeightRole::kVProj:
+    case WeightRole::kOProj:
+    case WeightRole::kGateUp:
+    case WeightRole::kDown:
+    case WeightRole::kGdnInProj:
+    case WeightRole::kGdnGateProj:
+    case WeightRole::kGdnOutProj:
+    case WeightRole::kExpertGateUp:
+    case WeightRole::kExpertDown:
+    case WeightRole::kSharedGateUp:
+    case WeightRole::kSharedDown: return true;
+    default: return false;
+  }
+}
 
 // Every distinct non-empty view, with lm_head skipped when it aliases the embedding.
 std::vector<TensorView*> AllViews(ModelWeights& w) {
@@ -62,7 +85,8 @@ StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource
   ModelWeights w;
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   std::set<std::string> used;
-  std::map<DType, int> dtype_counts;
+  std::map<DType, int> float_counts;  // quantized views keep their dtype; floats go to the majority
+  std::optional<DType> quantized_dtype;
   for (const WeightSpec& spec : ListWeightSpecs(config)) {
     const TensorView* view = source.Find(spec.name);
     if (view == nullptr) {
@@ -74,24 +98,33 @@ StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource
                                               source.Origin(spec.name), ShapeToString(view->shape),
                                               ShapeToString(spec.shape)));
     }
-    if (!IsFloatDtype(view->dtype)) {
-      return InvalidArgumentError(fmt::format("tensor '{}' in {} has dtype {}; expected bf16, f16 or f32", spec.name,
-                                              source.Origin(spec.name), DTypeName(view->dtype)));
+    const bool quantized = AcceptsQuantized(spec, view->dtype);
+    if (!IsFloatDtype(view->dtype) && !quantized) {
+      const bool packed = DTypeBlockSize(view->dtype) > 1;
+      return InvalidArgumentError(fmt::format("tensor '{}' in {} has dtype {}; expected bf16, f16 or f32{}", spec.name,
+                                              source.Origin(spec.name), DTypeName(view->dtype),
+                                              packed ? " (only decoder-layer linear projections may be quantized)" : ""));
     }
     *WeightSlot(w, spec) = *view;
     used.insert(spec.name);
-    ++dtype_counts[view->dtype];
+    if (quantized) {
+      quantized_dtype = view->dtype;
+    } else {
+      ++float_counts[view->dtype];
+    }
   }
   if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
   WarnAboutExtras(source, used);
   w.storage = source.Storage();
   DType majority = w.embed_tokens.dtype;
-  for (const auto& [dtype, count] : dtype_counts) {
-    if (count > dtype_counts[majority]) majority = dtype;
+  for (const auto& [dtype, count] : float_counts) {
+    if (count > float_counts[majority]) majority = dtype;
   }
-  w.dtype = majority;
-  if (dtype_counts.size() > 1) {
-    PLOG_INFO("checkpoint mixes {} dtypes; converting all weights to {}", dtype_counts.size(), DTypeName(majority));
+  // As BindGgufWeights: a model with quantized linears is known by their dtype.
+  w.dtype = quantized_dtype.value_or(majority);
+  if (float_counts.size() > 1) {
+    PLOG_INFO("checkpoint mixes {} float dtypes; converting the float weights to {}", float_counts.size(),
+              DTypeName(majority));
     return ConvertWeights(w, majority);
   }
   return w;
@@ -102,15 +135,20 @@ StatusOr<ModelWeights> ConvertWeights(const ModelWeights& weights, DType dtype) 
     return InvalidArgumentError(fmt::format("cannot convert weights to {}", DTypeName(dtype)));
   }
   ModelWeights out = weights;
+  // Quantized views (HF int4 as q4_z) stay as they are and keep naming the model's dtype.
+  const bool quantized = !IsFloatDtype(weights.dtype);
+  const DType model_dtype = quantized ? weights.dtype : dtype;
   bool all_same = true;
-  for (TensorView* v : AllViews(out)) all_same = all_same && v->dtype == dtype;
+  for (TensorView* v : AllViews(out)) all_same = all_same && (v->dtype == dtype || !IsFloatDtype(v->dtype));
   if (all_same) {
-    out.dtype = dtype;
+    out.dtype = model_dtype;
     return out;
   }
   bool tied = weights.lm_head.data == weights.embed_tokens.data;
-  out.storage.clear();
+  // Untouched quantized views still point into the old storage: keep it then.
+  if (!quantized) out.storage.clear();
   for (TensorView* v : AllViews(out)) {
+    if (!IsFloatDtype(v->dtype)) continue;
     std::shared_ptr<void> buffer = AllocateAligned(static_cast<size_t>(v->numel()) * DTypeSize(dtype));
     TensorView dst = *v;
     dst.dtype = dtype;
@@ -120,7 +158,7 @@ StatusOr<ModelWeights> ConvertWeights(const ModelWeights& weights, DType dtype) 
     out.storage.push_back(std::move(buffer));
   }
   if (tied) out.lm_head = out.embed_tokens;
-  out.dtype = dtype;
+  out.dtype = model_dtype;
   return out;
 }
 

@@ -8,6 +8,8 @@
 // Names and shapes come from ListWeightSpecs (HF naming). A missing tensor, a wrong
 // shape or a dtype outside {bf16, f16, f32} fails naming the tensor and both shapes;
 // extra tensors (e.g. rotary inv_freq, lm_head of a tied model) only log a warning.
+// The one exception to float: q4_z (HF int4 checkpoints, model/hf_quant_source.h) for
+// the decoder layers' 2-D linear projections (attention, MLP, experts, GDN projections).
 #pragma once
 
 #include <string>
@@ -19,12 +21,14 @@
 
 namespace pagellm {
 
-// Binds views into `source` (no copy). If the checkpoint mixes dtypes, every tensor
-// is converted to the majority dtype so ModelWeights has one dtype (see weights.h).
+// Binds views into `source` (no copy). If the checkpoint mixes float dtypes, every float
+// tensor is converted to the majority one so the float views share one dtype (see
+// weights.h); quantized views are kept as they are and then name ModelWeights::dtype.
 StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source);
 
-// A copy of `weights` with every tensor converted to `dtype` (new buffers; tied
-// lm_head keeps sharing the embedding). Returns `weights` unchanged if already `dtype`.
+// A copy of `weights` with every float tensor converted to float `dtype` (new buffers;
+// tied lm_head keeps sharing the embedding; quantized views untouched). Returns
+// `weights` unchanged if its float views are already `dtype`.
 StatusOr<ModelWeights> ConvertWeights(const ModelWeights& weights, DType dtype);
 
 // Resolves a user `--dtype` ("auto", "bfloat16", "float16", "float32", "half", ...)

@@ -7,7 +7,10 @@
 // the fields its type uses (attention or GDN mixer; dense MLP or MoE).
 // Zero-centred norms (Next / 3.5) are stored as in the checkpoint (around 0); the model
 // folds 1 + w at load.
-// Invariant after BindWeights/LoadModel: every non-empty view has dtype `dtype`.
+// Invariant after BindWeights/LoadModel: every non-empty float view has one float dtype;
+// `dtype` is that dtype, or, when linear weights are block-quantized (GGUF k-quants, HF
+// int4 checkpoints as q4_z), the linears' type (layer 0's, for GGUF). Embeddings of a
+// safetensors checkpoint are always float.
 #pragma once
 
 #include <memory>
@@ -59,7 +62,7 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   TensorView norm;     // [H]
   TensorView lm_head;  // [V, H]; same data as embed_tokens when tied
-  DType dtype = DType::kBF16;  // element type shared by every view
+  DType dtype = DType::kBF16;  // the float views' type, or the quantized linears' (see above)
 
   // Keeps the memory behind the views alive (mapped files, allocated buffers).
   std::vector<std::shared_ptr<const void>> storage;
