@@ -199,7 +199,9 @@ int main(int argc, char** argv) {
   int64_t only_m = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--isa" && i + 1 < argc) opts.isa = std::string(argv[++i]) == "avx2" ? CpuIsa::kAvx2 : CpuIsa::kAvx512;
+    if (a == "--isa" && i + 1 < argc) {
+      opts.isa = opts.int8_isa = std::string(argv[++i]) == "avx2" ? CpuIsa::kAvx2 : CpuIsa::kAvx512;
+    }
     if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     if (a == "--quick") quick = true;
     if (a == "--m" && i + 1 < argc) only_m = std::atoll(argv[++i]);
@@ -214,7 +216,8 @@ int main(int argc, char** argv) {
   CpuBackendOptions gemv_opts = inplace_opts;
   gemv_opts.gemv_max_rows = int64_t{1} << 30;
   CpuBackend gemv_be(gemv_opts);  // the q8_0 GEMV for every M (the path before the GEMM)
-  std::printf("isa=%s threads=%d loadavg=%s\n", std::string(CpuIsaName(be.options().isa)).c_str(),
+  std::printf("isa=%s int8_isa=%s threads=%d loadavg=%s\n", std::string(CpuIsaName(be.options().isa)).c_str(),
+              std::string(CpuIsaName(be.options().int8_isa)).c_str(),
               omp_get_max_threads(), LoadAvg().c_str());
   std::printf("DRAM read ceiling: %.1f GB/s (median of %d, 1 GiB)\n", DramReadGbs(reps), reps);
   struct Shape { int64_t n, k; };
@@ -230,10 +233,10 @@ int main(int argc, char** argv) {
     auto wr = repack_be.PrepareLinear(w.q8_view, {});
     if (!wb.ok() || !wq.ok() || !wi.ok() || !wv.ok() || !wr.ok()) return 1;
     const auto packed = Q8_0PackedWeight::Pack(w.q8.data(), s.n, s.k);
-    const PackedRun packed_run{packed.get(), be.options().isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni()};
+    const PackedRun packed_run{packed.get(), be.options().int8_isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni()};
     const auto bf16_packed = Bf16PackedWeight::Pack(w.bf16.data(), s.n, s.k);  // as CpuBackend does
     const PackedRun bf16_run{.avx512 = be.options().isa == CpuIsa::kAvx512, .bf16 = bf16_packed.get()};
-    const bool vnni = be.options().isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
+    const bool vnni = be.options().int8_isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
     const auto q4k = KQuantPackedWeight::Pack(DType::kQ4_K, w.q4k.data(), s.n, s.k);
     const auto q6k = KQuantPackedWeight::Pack(DType::kQ6_K, w.q6k.data(), s.n, s.k);
     const PackedRun q4k_run{.avx512 = vnni, .kq = q4k.get()}, q6k_run{.avx512 = vnni, .kq = q6k.get()};

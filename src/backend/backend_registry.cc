@@ -8,6 +8,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/reference/reference_backend.h"
+#include "common/logging.h"
 
 namespace pagellm {
 namespace {
@@ -26,7 +27,12 @@ State& GetState() {
   static State* state = [] {
     auto* s = new State();  // never destroyed: backends may be used during exit
     s->entries["reference"].factory = [] { return StatusOr<std::unique_ptr<Backend>>(std::make_unique<ReferenceBackend>()); };
-    s->entries["cpu"].factory = [] { return StatusOr<std::unique_ptr<Backend>>(std::make_unique<CpuBackend>()); };
+    s->entries["cpu"].factory = [] {
+      auto cpu = std::make_unique<CpuBackend>();
+      PLOG_INFO("cpu backend: float/bf16 kernels {}, int8 kernels {}", CpuIsaName(cpu->options().isa),
+                cpu->options().int8_isa == CpuIsa::kAvx512 ? "avx512-vnni" : "avx2");
+      return StatusOr<std::unique_ptr<Backend>>(std::move(cpu));
+    };
     return s;
   }();
   return *state;

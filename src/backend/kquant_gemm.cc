@@ -78,8 +78,12 @@ inline int Value(const BlockQ4_0& b, int i, DType dtype) {
 }
 inline int Value(const BlockQ5_0& b, int i, DType) { return Q5_0Code(b, i) - 16; }
 inline int Value(const BlockQ4_Z& b, int i, DType) { return Q4_ZCode(b, i) - b.z; }
+// Q4_1 / Q5_1: the uncentred code; the offset m enters through the activations' block sum.
+inline int Value(const BlockQ4_1& b, int i, DType) { return Q4_1Code(b, i); }
+inline int Value(const BlockQ5_1& b, int i, DType) { return Q5_1Code(b, i); }
 
-// Q4_0 / Q5_0 / IQ4_NL rows x q8_0 activations: GemmQ8_0Reference's arithmetic.
+// Q4_0 / Q5_0 / IQ4_NL / Q4_Z / Q4_1 / Q5_1 rows x q8_0 activations: GemmQ8_0Reference's
+// arithmetic, plus for the affine blocks (those with m) the min term as Q4_K's.
 template <typename Block>
 void Gemm32(DType dtype, const Block* w, int64_t n, int64_t k, const float* x, int64_t m, const float* bias,
             float* y) {
@@ -95,6 +99,11 @@ void Gemm32(DType dtype, const Block* w, int64_t n, int64_t k, const float* x, i
         int32_t dot = 0;
         for (int i = 0; i < 32; ++i) dot += Value(wb, i, dtype) * int32_t{xb.qs[i]};
         acc = std::fma(static_cast<float>(dot), F16ToF32(wb.d) * F16ToF32(xb.d), acc);
+        if constexpr (requires { wb.m; }) {
+          int32_t sum = 0;
+          for (int i = 0; i < 32; ++i) sum += xb.qs[i];
+          acc = std::fma(static_cast<float>(sum), F16ToF32(wb.m) * F16ToF32(xb.d), acc);
+        }
       }
       y[r * n + c] = acc + (bias != nullptr ? bias[c] : 0.0f);
     }
@@ -145,6 +154,8 @@ void GemmKQuantReference(DType dtype, const void* w, int64_t n, int64_t k, const
     return Gemm32(dtype, static_cast<const BlockQ4_0*>(w), n, k, x, m, bias, y);
   }
   if (dtype == DType::kQ5_0) return Gemm32(dtype, static_cast<const BlockQ5_0*>(w), n, k, x, m, bias, y);
+  if (dtype == DType::kQ4_1) return Gemm32(dtype, static_cast<const BlockQ4_1*>(w), n, k, x, m, bias, y);
+  if (dtype == DType::kQ5_1) return Gemm32(dtype, static_cast<const BlockQ5_1*>(w), n, k, x, m, bias, y);
   if (dtype == DType::kQ4_Z) return Gemm32(dtype, static_cast<const BlockQ4_Z*>(w), n, k, x, m, bias, y);
   const int64_t nsb = k / kKQuantBlockElements;
   RowActs a{std::vector<int8_t>(static_cast<size_t>(k)), std::vector<float>(static_cast<size_t>(nsb)),

@@ -15,6 +15,10 @@
 // then y = acc + bias. Q4_0 / Q5_0 / IQ4_NL / Q4_Z (32-value blocks; Q4_Z's centred value is code - z) run as llama.cpp pairs them,
 // with q8_0 activations (QuantizeRowQ8_0) and GemmQ8_0Reference's arithmetic: per block
 // acc = fma(dot, d_w * d_x, acc) with dot the exact sum of centred values times q8_0 bytes.
+// Q4_1 / Q5_1 (value d_w * code + m_w): dot of the uncentred codes as above, then the min term
+// from the activations' block sum, as Q4_K's mins use the bsums: acc = fma(sum, m_w * d_x, acc)
+// with sum the exact int32 sum of the block's 32 q8_0 bytes. (llama.cpp pairs them with q8_1
+// activations, whose s field is fp16(d_x * sum); pagellm keeps the sum exact.)
 // The packed CPU kernels (backend/cpu/kquant_packed.h) compute the
 // same operations in the same order, so they match GemmKQuantReference bit for bit.
 //

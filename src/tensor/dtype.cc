@@ -40,6 +40,8 @@ std::pair<int64_t, size_t> BlockShape(DType dtype) {
     case DType::kIQ4_XS: return {kKQuantBlockElements, 136};
     case DType::kQ4_Z: return {32, 20};
     case DType::kQ8_S: return {32, 36};
+    case DType::kQ4_1: return {32, 20};
+    case DType::kQ5_1: return {32, 24};
     default: return {1, 0};
   }
 }
@@ -76,6 +78,8 @@ std::string_view DTypeName(DType dtype) {
     case DType::kIQ4_XS: return "iq4_xs";
     case DType::kQ4_Z: return "q4_z";
     case DType::kQ8_S: return "q8_s";
+    case DType::kQ4_1: return "q4_1";
+    case DType::kQ5_1: return "q5_1";
   }
   return "?";
 }

@@ -41,6 +41,8 @@ enum class DType : uint8_t {
             // integer zero point, what AWQ / GPTQ / compressed-tensors int4 checkpoints become at load
   kQ8_S,    // pagellm's BlockQ8_S (36 bytes per 32 elements): int8 codes with an fp32 scale, what
             // per-channel int8 checkpoints (compressed-tensors W8A8) become at load; runs as W8A8
+  kQ4_1,    // llama.cpp block_q4_1 (20 bytes per 32 elements): value = d * code + m
+  kQ5_1,    // llama.cpp block_q5_1 (24 bytes per 32 elements): value = d * code + m, 5-bit codes
 };
 
 // Size of one llama.cpp block_q8_0 and the number of values it holds.
@@ -55,8 +57,8 @@ inline constexpr size_t kQ6_KBlockBytes = 210;
 // Bytes per element. Precondition: not a block type (CHECK-fails for kQ8_0; use DTypeBytes).
 size_t DTypeSize(DType dtype);
 
-// Elements per block: 1 for plain types, 32 for kQ8_0 / kQ4_0 / kQ5_0 / kIQ4_NL / kQ4_Z / kQ8_S, 256 for the
-// k-quants and kIQ4_XS.
+// Elements per block: 1 for plain types, 32 for kQ8_0 / kQ4_0 / kQ5_0 / kQ4_1 / kQ5_1 / kIQ4_NL / kQ4_Z /
+// kQ8_S, 256 for the k-quants and kIQ4_XS.
 int64_t DTypeBlockSize(DType dtype);
 
 // Exact bytes of `num_elements` values. Precondition: num_elements % DTypeBlockSize == 0.

@@ -84,6 +84,20 @@ void DequantizeRowQ5_0(const BlockQ5_0* in, int64_t k, float* y) {
   }
 }
 
+// llama.cpp: code * d + m. d is an fp16 value and code < 32, so the product is exact and
+// FMA contraction cannot change the result.
+template <typename Block, int (*Code)(const Block&, int)>
+void DequantizeRowAffine32(const Block* in, int64_t k, float* y) {
+  PAGELLM_CHECK(k % 32 == 0);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const float d = F16ToF32(in[b].d), m = F16ToF32(in[b].m);
+    for (int i = 0; i < 32; ++i) y[32 * b + i] = static_cast<float>(Code(in[b], i)) * d + m;
+  }
+}
+
+void DequantizeRowQ4_1(const BlockQ4_1* in, int64_t k, float* y) { DequantizeRowAffine32<BlockQ4_1, Q4_1Code>(in, k, y); }
+void DequantizeRowQ5_1(const BlockQ5_1* in, int64_t k, float* y) { DequantizeRowAffine32<BlockQ5_1, Q5_1Code>(in, k, y); }
+
 // llama.cpp: d * kvalues_iq4nl[code].
 void DequantizeRowIq4Nl(const BlockIq4Nl* in, int64_t k, float* y) {
   PAGELLM_CHECK(k % 32 == 0);
@@ -139,6 +153,8 @@ void DequantizeRowKQuant(DType dtype, const void* in, int64_t k, float* out) {
   PAGELLM_CHECK(IsPackedQuant(dtype));
   if (dtype == DType::kQ4_0) return DequantizeRowQ4_0(static_cast<const BlockQ4_0*>(in), k, out);
   if (dtype == DType::kQ5_0) return DequantizeRowQ5_0(static_cast<const BlockQ5_0*>(in), k, out);
+  if (dtype == DType::kQ4_1) return DequantizeRowQ4_1(static_cast<const BlockQ4_1*>(in), k, out);
+  if (dtype == DType::kQ5_1) return DequantizeRowQ5_1(static_cast<const BlockQ5_1*>(in), k, out);
   if (dtype == DType::kIQ4_NL) return DequantizeRowIq4Nl(static_cast<const BlockIq4Nl*>(in), k, out);
   if (dtype == DType::kQ4_Z) return DequantizeRowQ4_Z(static_cast<const BlockQ4_Z*>(in), k, out);
   if (dtype == DType::kIQ4_XS) return DequantizeRowIq4Xs(static_cast<const BlockIq4Xs*>(in), k, out);

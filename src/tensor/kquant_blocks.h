@@ -1,5 +1,5 @@
-// llama.cpp's k-quant blocks Q4_K, Q5_K, Q6_K and IQ4_XS and the 32-value blocks Q4_0, Q5_0 and
-// IQ4_NL (ggml-common.h), byte for byte, and their dequantization (ggml-quants.c
+// llama.cpp's k-quant blocks Q4_K, Q5_K, Q6_K and IQ4_XS and the 32-value blocks Q4_0, Q5_0,
+// Q4_1, Q5_1 and IQ4_NL (ggml-common.h), byte for byte, and their dequantization (ggml-quants.c
 // dequantize_row_*, the same float operations in the same order, so the values are
 // bit-identical to llama.cpp's).
 //
@@ -13,6 +13,7 @@
 // (Q6_KCode); 16 sub-blocks of 16 with int8 scales.
 // Q4_0 / Q5_0 / IQ4_NL: value = d * v(code): code - 8, code - 16 (5 bits), kIq4NlValues[code];
 // byte j of qs holds element j (low nibble) and j + 16 (high nibble).
+// Q4_1 / Q5_1: affine, value = d * code + m with Q4_0's / Q5_0's uncentred codes (0..15 / 0..31).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,21 @@ struct BlockQ5_0 {
 };
 static_assert(sizeof(BlockQ5_0) == 22, "block_q5_0 must be 22 bytes");
 
+struct BlockQ4_1 {
+  uint16_t d;  // fp16 scale
+  uint16_t m;  // fp16 offset (the block's minimum)
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ4_1) == 20, "block_q4_1 must be 20 bytes");
+
+struct BlockQ5_1 {
+  uint16_t d;     // fp16
+  uint16_t m;     // fp16
+  uint8_t qh[4];  // bit j (little-endian u32) = 5th bit of element j
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ5_1) == 24, "block_q5_1 must be 24 bytes");
+
 // ggml's kvalues_iq4nl: the 16 non-uniform levels of IQ4_NL / IQ4_XS.
 inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
@@ -88,13 +104,17 @@ void DequantizeRowQ8_S(const BlockQ8_S* in, int64_t k, float* out);
 // IQ4_NL has Q4_0's bytes; only the meaning of a code differs.
 using BlockIq4Nl = BlockQ4_0;
 
-// The 4-bit code of element i (0..31) of a Q4_0 / IQ4_NL block, and the 5-bit one of Q5_0.
-inline int Q4_0Code(const BlockQ4_0& b, int i) { return i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4; }
-inline int Q4_ZCode(const BlockQ4_Z& b, int i) { return i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4; }
-inline int Q5_0Code(const BlockQ5_0& b, int i) {
-  const int low = i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4;
-  return low | (((b.qh[i / 8] >> (i % 8)) & 1) << 4);
-}
+// The 4-bit code of element i (0..31) of a 32-value block's qs, and its 5th bit in qh.
+inline int Nibble32(const uint8_t (&qs)[16], int i) { return i < 16 ? qs[i] & 0x0F : qs[i - 16] >> 4; }
+inline int FifthBit32(const uint8_t (&qh)[4], int i) { return (qh[i / 8] >> (i % 8)) & 1; }
+
+// The code of element i (0..31) of a Q4_0 / IQ4_NL / Q4_Z / Q4_1 block (4 bits) or a Q5_0 /
+// Q5_1 block (5 bits).
+inline int Q4_0Code(const BlockQ4_0& b, int i) { return Nibble32(b.qs, i); }
+inline int Q4_ZCode(const BlockQ4_Z& b, int i) { return Nibble32(b.qs, i); }
+inline int Q4_1Code(const BlockQ4_1& b, int i) { return Nibble32(b.qs, i); }
+inline int Q5_0Code(const BlockQ5_0& b, int i) { return Nibble32(b.qs, i) | (FifthBit32(b.qh, i) << 4); }
+inline int Q5_1Code(const BlockQ5_1& b, int i) { return Nibble32(b.qs, i) | (FifthBit32(b.qh, i) << 4); }
 
 // IQ4_XS: 8 sub-blocks of 32, each IQ4_NL-coded (Q4_0's nibble order within the sub-block)
 // with a 6-bit scale ls: value = d * (ls - 32) * kIq4NlValues[code].
@@ -159,6 +179,8 @@ void DequantizeRowQ6_K(const BlockQ6_K* in, int64_t k, float* out);
 // in [k / 32] blocks -> out [k]. Precondition: k % 32 == 0.
 void DequantizeRowQ4_0(const BlockQ4_0* in, int64_t k, float* out);
 void DequantizeRowQ5_0(const BlockQ5_0* in, int64_t k, float* out);
+void DequantizeRowQ4_1(const BlockQ4_1* in, int64_t k, float* out);
+void DequantizeRowQ5_1(const BlockQ5_1* in, int64_t k, float* out);
 void DequantizeRowIq4Nl(const BlockIq4Nl* in, int64_t k, float* out);
 void DequantizeRowQ4_Z(const BlockQ4_Z* in, int64_t k, float* out);
 // in [k / 256] blocks -> out [k].
@@ -168,10 +190,11 @@ void DequantizeRowIq4Xs(const BlockIq4Xs* in, int64_t k, float* out);
 void DequantizeRowKQuant(DType dtype, const void* in, int64_t k, float* out);
 
 // The block types the backends run natively on their int8 kernels (besides kQ8_0):
-// kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kQ4_0, kQ5_0, kIQ4_NL, kQ4_Z.
+// kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kQ4_0, kQ5_0, kQ4_1, kQ5_1, kIQ4_NL, kQ4_Z.
 inline bool IsPackedQuant(DType dtype) {
   return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kIQ4_XS ||
-         dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kIQ4_NL || dtype == DType::kQ4_Z;
+         dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_1 ||
+         dtype == DType::kIQ4_NL || dtype == DType::kQ4_Z;
 }
 
 }  // namespace pagellm

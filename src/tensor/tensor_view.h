@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct TensorView {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;  // outermost first, as in PyTorch
   Device device = Device::kCpu;
+  // A 2-D weight [N, K] whose columns are stored in another order than the input's: stored
+  // column j multiplies input column column_order[j] (a permutation of [0, K)). GPTQ's
+  // act-order checkpoints are kept this way so each quantization group is a run of
+  // columns; a linear then gathers x[:, column_order]. Empty: the identity.
+  std::span<const int32_t> column_order = {};
 
   bool empty() const { return data == nullptr; }
   int64_t numel() const {

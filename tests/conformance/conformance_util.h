@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -45,13 +46,19 @@ struct CpuVariant {
 // Every code path of the CPU backend this machine can run.
 inline std::vector<CpuVariant> CpuVariants() {
   std::vector<CpuVariant> out;
-  std::vector<CpuIsa> isas = {CpuIsa::kAvx2};
-  if (CpuSupportsAvx512Bf16()) isas.push_back(CpuIsa::kAvx512);
-  for (CpuIsa isa : isas) {
+  // (float/bf16 ISA, int8 ISA): the int8 kernels take AVX-512 VNNI without BF16 too.
+  std::vector<std::pair<CpuIsa, CpuIsa>> isas = {{CpuIsa::kAvx2, CpuIsa::kAvx2}};
+  if (CpuSupportsAvx512Bf16()) {
+    isas.push_back({CpuIsa::kAvx512, CpuIsa::kAvx512});
+  } else if (DetectCpuInt8Isa() == CpuIsa::kAvx512) {
+    isas.push_back({CpuIsa::kAvx2, CpuIsa::kAvx512});
+  }
+  for (auto [isa, int8_isa] : isas) {
     std::string n(CpuIsaName(isa));
-    out.push_back({n + "_gemv_only", {.isa = isa, .gemv_max_rows = 1 << 30, .use_dnnl = false}});
-    out.push_back({n + "_default", {.isa = isa, .gemv_max_rows = 4, .use_dnnl = true}});
-    out.push_back({n + "_dnnl_always", {.isa = isa, .gemv_max_rows = 0, .use_dnnl = true}});
+    if (int8_isa != isa) n += "_int8_" + std::string(CpuIsaName(int8_isa));
+    out.push_back({n + "_gemv_only", {.isa = isa, .int8_isa = int8_isa, .gemv_max_rows = 1 << 30, .use_dnnl = false}});
+    out.push_back({n + "_default", {.isa = isa, .int8_isa = int8_isa, .gemv_max_rows = 4, .use_dnnl = true}});
+    out.push_back({n + "_dnnl_always", {.isa = isa, .int8_isa = int8_isa, .gemv_max_rows = 0, .use_dnnl = true}});
   }
   return out;
 }

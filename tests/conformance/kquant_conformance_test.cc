@@ -1,4 +1,4 @@
-// Packed-quant (Q4_K, Q5_K, Q6_K, Q4_0, Q5_0, IQ4_NL, Q4_Z) paths of the CPU backend against the reference backend: Linear
+// Packed-quant (Q4_K, Q5_K, Q6_K, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q4_Z) paths of the CPU backend against the reference backend: Linear
 // through PrepareLinear (the rearranged copy, AVX2 and AVX-512 VNNI, GEMV and GEMM batch
 // sizes) bit for bit, since both compute backend/kquant_gemm.h's operations in the same
 // order; Embedding rows equal to llama.cpp's dequantization (tensor/kquant_blocks.h); the
@@ -22,9 +22,10 @@ std::vector<uint8_t> RandomKQuantBlocks(DType dtype, int64_t n, int64_t k, uint3
   for (auto& b : w) b = static_cast<uint8_t>(rng());
   std::uniform_real_distribution<float> dist(-0.02f, 0.02f);
   const size_t block = DTypeBytes(dtype, DTypeBlockSize(dtype));
-  const std::vector<size_t> fields = dtype == DType::kQ6_K                               ? std::vector<size_t>{208}
-                                     : dtype == DType::kQ4_K || dtype == DType::kQ5_K ? std::vector<size_t>{0, 2}
-                                                                                      : std::vector<size_t>{0};
+  const bool two_fields = dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ4_1 || dtype == DType::kQ5_1;
+  const std::vector<size_t> fields = dtype == DType::kQ6_K ? std::vector<size_t>{208}
+                                     : two_fields          ? std::vector<size_t>{0, 2}
+                                                           : std::vector<size_t>{0};
   for (size_t off = 0; off < w.size(); off += block) {
     for (size_t field : fields) {
       const uint16_t h = F32ToF16(dist(rng));
@@ -113,7 +114,8 @@ TEST(KQuantConformance, RejectsKNotAMultipleOf256) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KQuantConformance, ::testing::Values(DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS, DType::kQ4_0,
-                                                                DType::kQ5_0, DType::kIQ4_NL, DType::kQ4_Z),
+                                                                DType::kQ5_0, DType::kQ4_1, DType::kQ5_1, DType::kIQ4_NL,
+                                                                DType::kQ4_Z),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "backend/int8_quant.h"
 #include "backend/cpu/paged_attention_cpu.h"
 #include "backend/cpu/kquant_packed.h"
+#include "backend/column_order.h"
 #include "backend/cpu/q8_0_packed.h"
 #include "common/logging.h"
 #include "common/mapped_file.h"
@@ -40,6 +41,7 @@ class CpuLinearWeight final : public LinearWeight {
     if (q8_0 != nullptr) counted_bytes += q8_0->owned_bytes();
     if (bf16 != nullptr) counted_bytes += bf16->owned_bytes();
     if (kquant != nullptr) counted_bytes += kquant->owned_bytes();
+    counted_bytes += static_cast<int64_t>(column_order.size() * sizeof(int32_t));
     tally = backend_tally;
     *tally += counted_bytes;
   }
@@ -50,6 +52,7 @@ class CpuLinearWeight final : public LinearWeight {
   std::unique_ptr<Q8_0PackedWeight> q8_0;  // kQ8_0 weight repacked at load; may be null
   std::unique_ptr<Bf16PackedWeight> bf16;  // kBF16 weight repacked at load; may be null
   std::unique_ptr<KQuantPackedWeight> kquant;  // kQ4_K / kQ6_K weight rearranged at load
+  std::vector<int32_t> column_order;  // the weight's TensorView::column_order, copied; empty: identity
   std::atomic<int64_t>* tally = nullptr;
   int64_t counted_bytes = 0;
 };
@@ -120,7 +123,7 @@ CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
     PLOG_WARN("CpuBackend: AVX-512 BF16 requested but not supported; using avx2");
     options_.isa = CpuIsa::kAvx2;
   }
-  int8_avx512_ = options_.isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
+  int8_avx512_ = options_.int8_isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
 }
 
 void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) {
@@ -169,7 +172,9 @@ void CpuBackend::RmsNorm(const float* x, const float* weight, int64_t rows, int6
 StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorView& weight, const TensorView& bias,
                                                                   const LinearOptions& options) {
   PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weight, bias));
+  PAGELLM_RETURN_IF_ERROR(ValidateColumnOrder(weight));
   auto prepared = std::make_unique<CpuLinearWeight>(this, weight);
+  prepared->column_order.assign(weight.column_order.begin(), weight.column_order.end());
   if (!bias.empty()) {
     prepared->bias.resize(static_cast<size_t>(bias.numel()));
     LoadRow(bias.data, bias.dtype, bias.numel(), prepared->bias.data());
@@ -237,6 +242,14 @@ std::vector<std::span<const std::byte>> CpuBackend::TakeCopiedSources() {
 void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) {
   PAGELLM_CHECK(weight.backend() == this);
   const auto& w = static_cast<const CpuLinearWeight&>(weight);
+  if (!w.column_order.empty()) {
+    // Act-order weight: the kernels see x with its columns in the stored order. The buffer
+    // grows to the largest step once per thread, so the hot path does not allocate.
+    thread_local std::vector<float> ordered;
+    ordered.resize(static_cast<size_t>(num_rows * w.in_features()));
+    GatherColumns(x, num_rows, w.column_order, ordered.data());
+    x = ordered.data();
+  }
   const float* bias = w.bias.empty() ? nullptr : w.bias.data();
   const Int8KernelChoice int8{.avx512 = int8_avx512_, .gemv_max_rows = options_.gemv_max_rows};
   if (w.q8_0 != nullptr) return RunQ8_0Packed(*w.q8_0, x, num_rows, bias, y, int8_avx512_);

@@ -44,6 +44,9 @@ bool BatchInvariantDefault();
 
 struct CpuBackendOptions {
   CpuIsa isa = DetectCpuIsa();
+  // The int8 kernels' own choice (DetectCpuInt8Isa): AVX-512 VNNI wherever the CPU has it,
+  // also without BF16. Tests that pin `isa` pin this too.
+  CpuIsa int8_isa = DetectCpuInt8Isa();
   // Linear calls with at most this many rows use the GEMV kernels (or the packed bf16
   // kernel); more rows use oneDNN when it holds a copy. Measured with linear_bench (see the report in the commit history): the
   // hand-written GEMV wins up to about 4 rows on this class of machine.

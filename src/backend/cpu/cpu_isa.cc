@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backend/cpu/int8_gemv.h"  // CpuSupportsAvx512Vnni
 #include "common/logging.h"
 
 namespace pagellm {
@@ -29,6 +30,12 @@ CpuIsa DetectCpuIsa() {
     PLOG_WARN("unknown PAGELLM_ISA='{}' (expected avx2 or avx512); auto-detecting", want);
   }
   return has_avx512 ? CpuIsa::kAvx512 : CpuIsa::kAvx2;
+}
+
+CpuIsa DetectCpuInt8Isa() {
+  const char* env = std::getenv("PAGELLM_ISA");
+  if (env != nullptr && std::string_view(env) == "avx2") return CpuIsa::kAvx2;
+  return CpuSupportsAvx512Vnni() ? CpuIsa::kAvx512 : CpuIsa::kAvx2;
 }
 
 }  // namespace pagellm

@@ -25,4 +25,9 @@ bool CpuSupportsAvx512Bf16();
 // Best supported ISA, or the one PAGELLM_ISA asks for (if supported).
 CpuIsa DetectCpuIsa();
 
+// The int8 kernels' ISA (Q8_0, k-quants, Q4_Z, W8A8): kAvx512 needs AVX-512 VNNI only, not
+// BF16, so a Xeon with VNNI but no BF16 (Cascade Lake, Ice Lake) runs vpdpbusd while its
+// float/bf16 kernels stay AVX2. PAGELLM_ISA=avx2 forces the baseline here too.
+CpuIsa DetectCpuInt8Isa();
+
 }  // namespace pagellm

@@ -70,7 +70,7 @@ StatusOr<std::unique_ptr<W8A8Weight>> W8A8Weight::Create(const TensorView& weigh
   w->scale.resize(static_cast<size_t>(w->n));
   W8A8Weight* p = w.get();
   const bool prequantized = weight.dtype == DType::kQ8_S;
-  if (prequantized) Q8_SRowScales(static_cast<const BlockQ8_S*>(weight.data), p->n, p->k, p->scale.data());
+  if (prequantized) PAGELLM_RETURN_IF_ERROR(ReadQ8_SRowScales(weight, p->scale));  // the one scan of the scales
 #pragma omp parallel
   {
     std::vector<float> row(static_cast<size_t>(p->k));

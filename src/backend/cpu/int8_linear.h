@@ -30,9 +30,9 @@ struct W8A8Weight {
   // Bytes of the copies above (the memory plan counts them).
   int64_t owned_bytes() const;
 
-  // weight [N, K] bf16/f16/f32, quantized here; or kQ8_S (already int8 per channel, every row's
-  // blocks sharing one scale: ValidateLinearWeight), whose codes and scales are kept as they
-  // are. use_dnnl=false skips the oneDNN copy.
+  // weight [N, K] bf16/f16/f32, quantized here; or kQ8_S (already int8 per channel), whose
+  // codes and scales are kept as they are: InvalidArgument when a row's blocks do not share
+  // one scale (ReadQ8_SRowScales). use_dnnl=false skips the oneDNN copy.
   static StatusOr<std::unique_ptr<W8A8Weight>> Create(const TensorView& weight, bool use_dnnl);
 };
 

@@ -76,26 +76,28 @@ void PackIq4XsRow(const BlockIq4Xs& b, int64_t r, uint8_t* rec) {
   std::memcpy(rec + kquant_packed::kIq4XsD + 2 * r, &b.d, 2);
 }
 
-// Row r of one 32-value block record (Q4_0, IQ4_NL, Q5_0, or Q4_Z's codes: its d and z go to
-// the group params).
-template <typename Block>
+// The code of element i of a 32-value block (4 or 5 bits).
+inline int Code(const BlockQ4_0& b, int i) { return Q4_0Code(b, i); }
+inline int Code(const BlockQ5_0& b, int i) { return Q5_0Code(b, i); }
+inline int Code(const BlockQ4_1& b, int i) { return Q4_1Code(b, i); }
+inline int Code(const BlockQ5_1& b, int i) { return Q5_1Code(b, i); }
+inline int Code(const BlockQ4_Z& b, int i) { return Q4_ZCode(b, i); }
+
+// Row r of one 32-value block record of `kType` (Q4_0, IQ4_NL, Q5_0, Q4_1, Q5_1, or Q4_Z's
+// codes: its d and z go to the group params).
+template <DType kType, typename Block>
 void PackBlock32Row(const Block& b, int64_t r, uint8_t* rec) {
-  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>, kQ4_Z = std::is_same_v<Block, BlockQ4_Z>;
   for (int g = 0; g < 4; ++g) {
     for (int i = 0; i < 4; ++i) {
-      int lo, hi;
-      if constexpr (kQ5) {
-        lo = Q5_0Code(b, 4 * g + i), hi = Q5_0Code(b, 16 + 4 * g + i);
+      const int lo = Code(b, 4 * g + i), hi = Code(b, 16 + 4 * g + i);
+      if constexpr (kquant_packed::Block32HasFifthBit(kType)) {
         rec[kquant_packed::kQ5_0Qh + r * 4 + i] |= static_cast<uint8_t>(((lo >> 4) << g) | ((hi >> 4) << (4 + g)));
-      } else if constexpr (kQ4_Z) {
-        lo = Q4_ZCode(b, 4 * g + i), hi = Q4_ZCode(b, 16 + 4 * g + i);
-      } else {
-        lo = Q4_0Code(b, 4 * g + i), hi = Q4_0Code(b, 16 + 4 * g + i);
       }
       rec[g * 64 + r * 4 + i] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
     }
   }
-  if constexpr (!kQ4_Z) std::memcpy(rec + (kQ5 ? kquant_packed::kQ5_0D : kquant_packed::kQ4_0D) + 2 * r, &b.d, 2);
+  if constexpr (kType != DType::kQ4_Z) std::memcpy(rec + kquant_packed::Block32D(kType) + 2 * r, &b.d, 2);
+  if constexpr (kquant_packed::Block32IsAffine(kType)) std::memcpy(rec + kquant_packed::Block32M(kType) + 2 * r, &b.m, 2);
 }
 
 // The longest run of blocks (a divisor of nb) over which every row of a Q4_Z weight repeats
@@ -189,6 +191,8 @@ int64_t RecordBytes(DType dtype) {
     case DType::kQ6_K: return kQ6_KPackBytes;
     case DType::kIQ4_XS: return kIq4XsPackBytes;
     case DType::kQ5_0: return kQ5_0PackBytes;
+    case DType::kQ4_1: return kQ4_1PackBytes;
+    case DType::kQ5_1: return kQ5_1PackBytes;
     case DType::kQ4_Z: return kQ4_ZPackBytes;
     default: return kQ4_0PackBytes;
   }
@@ -201,9 +205,11 @@ void PackRow(DType dtype, const void* w, int64_t index, int64_t r, uint8_t* rec)
     case DType::kQ5_K: return PackQ4_KRow(static_cast<const BlockQ5_K*>(w)[index], r, rec);
     case DType::kQ6_K: return PackQ6_KRow(static_cast<const BlockQ6_K*>(w)[index], r, rec);
     case DType::kIQ4_XS: return PackIq4XsRow(static_cast<const BlockIq4Xs*>(w)[index], r, rec);
-    case DType::kQ5_0: return PackBlock32Row(static_cast<const BlockQ5_0*>(w)[index], r, rec);
-    case DType::kQ4_Z: return PackBlock32Row(static_cast<const BlockQ4_Z*>(w)[index], r, rec);
-    default: return PackBlock32Row(static_cast<const BlockQ4_0*>(w)[index], r, rec);
+    case DType::kQ5_0: return PackBlock32Row<DType::kQ5_0>(static_cast<const BlockQ5_0*>(w)[index], r, rec);
+    case DType::kQ4_1: return PackBlock32Row<DType::kQ4_1>(static_cast<const BlockQ4_1*>(w)[index], r, rec);
+    case DType::kQ5_1: return PackBlock32Row<DType::kQ5_1>(static_cast<const BlockQ5_1*>(w)[index], r, rec);
+    case DType::kQ4_Z: return PackBlock32Row<DType::kQ4_Z>(static_cast<const BlockQ4_Z*>(w)[index], r, rec);
+    default: return PackBlock32Row<DType::kQ4_0>(static_cast<const BlockQ4_0*>(w)[index], r, rec);
   }
 }
 

@@ -1,4 +1,4 @@
-// Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q5_0 and IQ4_NL weights rearranged losslessly once at load (CpuBackend::PrepareLinear) into
+// Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q5_0, Q4_1, Q5_1 and IQ4_NL weights rearranged losslessly once at load (CpuBackend::PrepareLinear) into
 // 16-row strips, the layout of q8_0_packed.h carried over to 4- and 6-bit codes, so one
 // VNNI kernel serves the decode GEMV and the prefill GEMM without a float copy.
 //
@@ -23,7 +23,9 @@
 //     ls - 32, d [16] fp16, padding to 64-byte records
 //   Q4_0 / IQ4_NL, 288 bytes per strip and block of 32 columns (16 x 18: 1.0x), Q5_0 352
 //   (16 x 22: 1.0x): qs [4 g][16 rows][4] as Q4_K's qs of one sub-block, Q5_0's 5th bits
-//   [16 rows][4] as Q5_K's qh, d [16] fp16. Records are 32-byte aligned (unaligned loads).
+//   [16 rows][4] as Q5_K's qh, d [16] fp16. Q4_1, 320 bytes (16 x 20: 1.0x): Q4_0's record,
+//   then m [16] fp16; Q5_1, 384 (16 x 24: 1.0x): Q5_0's record, then m [16] fp16. Records
+//   are 32-byte aligned (unaligned loads).
 //   Q4_Z (AWQ / GPTQ / compressed-tensors int4), 256 bytes per strip and block of 32: qs as
 //   Q4_0's; the (d, z) of a group live once per strip and group in group_params (48 bytes:
 //   d [16] fp16, z [16] u8), the group being the longest run of blocks that every row's
@@ -32,8 +34,8 @@
 // A zmm load of 64 code bytes holds 4 columns (x 2 nibbles) of 16 rows, so each vpdpbusd
 // (unsigned codes x a broadcast of 4 signed activation bytes) adds into one int32 lane per
 // weight row, exactly as the Q8_0 kernel does; sub-block scales multiply the int32 dots,
-// Q4_K mins come from the activations' block sums and Q6_K's -32 offset starts the dot at
-// -32 * sum(x); Q4_Z's zero points start it at -z * sum(x) per row. Numerics: bit for bit GemmKQuantReference (backend/kquant_gemm.h).
+// Q4_K mins and Q4_1 / Q5_1 offsets come from the activations' block sums and Q6_K's -32
+// offset starts the dot at -32 * sum(x); Q4_Z's zero points start it at -z * sum(x) per row. Numerics: bit for bit GemmKQuantReference (backend/kquant_gemm.h).
 //
 //   auto packed = KQuantPackedWeight::Pack(DType::kQ4_K, blocks, n, k);   // load time
 //   RunKQuantPacked(*packed, x, num_rows, bias, y, /*avx512=*/true);
@@ -54,6 +56,8 @@ inline constexpr int64_t kQ6_KPackBytes = 3392;
 inline constexpr int64_t kIq4XsPackBytes = 2240;
 inline constexpr int64_t kQ4_0PackBytes = 288;  // also IQ4_NL
 inline constexpr int64_t kQ5_0PackBytes = 352;
+inline constexpr int64_t kQ4_1PackBytes = 320;
+inline constexpr int64_t kQ5_1PackBytes = 384;
 inline constexpr int64_t kQ4_ZPackBytes = 256;
 inline constexpr int64_t kQ4_ZGroupParamBytes = 48;  // d [16] fp16, z [16] u8
 

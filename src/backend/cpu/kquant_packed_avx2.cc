@@ -1,4 +1,4 @@
-// AVX2 kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / IQ4_NL / Q4_Z linear (kquant_packed.h), the baseline path.
+// AVX2 kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / Q4_1 / Q5_1 / IQ4_NL / Q4_Z linear (kquant_packed.h), the baseline path.
 //
 // A ymm holds 4 columns of 8 weight rows (half a strip: bytes 32 h .. 32 h + 31 of each
 // 64-byte group). The codes are unsigned (<= 63) and the activations signed (>= -127), so
@@ -222,11 +222,13 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
   Store<MR, NH>(acc, w, m0, s0, bias, y);
 }
 
-// Q4_0 / Q5_0 / Q4_Z (unsigned codes from the centring term, as the k-quants) or IQ4_NL (its
-// signed values looked up, then llama.cpp's sign trick: |v| * sign(x, v), no offset).
+// Q4_0 / Q5_0 / Q4_Z (unsigned codes from the centring term, as the k-quants), Q4_1 / Q5_1
+// (unsigned codes from 0, then the offset's fma with the block sum) or IQ4_NL (its signed
+// values looked up, then llama.cpp's sign trick: |v| * sign(x, v), no offset).
 template <int MR, int NH, DType kType>
 void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
                  float* y) {
+  constexpr bool kAffine = Block32IsAffine(kType), kFifthBit = Block32HasFifthBit(kType);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   constexpr int kShift = kType == DType::kQ4_0 ? 4 : 3;
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues)));
@@ -242,16 +244,16 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
         for (int m = 0; m < MR; ++m) dot[m] = _mm256_mullo_epi32(z, _mm256_set1_epi32(x.aux[(m0 + m) * x.nsb + b] / 128));
       } else {
         for (int m = 0; m < MR; ++m) {
-          dot[m] = kType == DType::kIQ4_NL ? _mm256_setzero_si256()
-                                           : _mm256_set1_epi32(x.aux[(m0 + m) * x.nsb + b] >> kShift);
+          dot[m] = kType == DType::kIQ4_NL || kAffine ? _mm256_setzero_si256()
+                                                      : _mm256_set1_epi32(x.aux[(m0 + m) * x.nsb + b] >> kShift);
         }
       }
-      const __m256i h5 = kType == DType::kQ5_0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQ5_0Qh + (h % 2) * 32))
-                                               : _mm256_setzero_si256();
+      const __m256i h5 = kFifthBit ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQ5_0Qh + (h % 2) * 32))
+                                   : _mm256_setzero_si256();
       for (int g = 0; g < 4; ++g) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + g * 64 + (h % 2) * 32));
         __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-        if constexpr (kType == DType::kQ5_0) {
+        if constexpr (kFifthBit) {
           lo = _mm256_or_si256(lo, FifthBitLo(h5, g));
           hi = _mm256_or_si256(hi, FifthBitHi(h5, g));
         }
@@ -272,6 +274,13 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
         const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(x.d[(m0 + m) * x.nsb + b]));
         acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[m]), scale, acc[m][h]);
       }
+      if constexpr (kAffine) {  // sum(x) = aux / -128 exactly
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + Block32M(kType) + (h % 2) * 16)));
+        for (int m = 0; m < MR; ++m) {
+          const __m256 sum = _mm256_set1_ps(static_cast<float>(x.aux[(m0 + m) * x.nsb + b] / -128));
+          acc[m][h] = _mm256_fmadd_ps(sum, _mm256_mul_ps(mw, _mm256_set1_ps(x.d[(m0 + m) * x.nsb + b])), acc[m][h]);
+        }
+      }
     }
   }
   Store<MR, NH>(acc, w, m0, s0, bias, y);
@@ -288,6 +297,8 @@ void TileRow(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64
       case DType::kIQ4_XS: TileIq4Xs<MR, 2>(x, w, m0, s, bias, y); break;
       case DType::kQ4_0: TileBlock32<MR, 2, DType::kQ4_0>(x, w, m0, s, bias, y); break;
       case DType::kQ5_0: TileBlock32<MR, 2, DType::kQ5_0>(x, w, m0, s, bias, y); break;
+      case DType::kQ4_1: TileBlock32<MR, 2, DType::kQ4_1>(x, w, m0, s, bias, y); break;
+      case DType::kQ5_1: TileBlock32<MR, 2, DType::kQ5_1>(x, w, m0, s, bias, y); break;
       case DType::kQ4_Z: TileBlock32<MR, 2, DType::kQ4_Z>(x, w, m0, s, bias, y); break;
       default: TileBlock32<MR, 2, DType::kIQ4_NL>(x, w, m0, s, bias, y); break;
     }

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / IQ4_NL / Q4_Z linear (kquant_packed.h). Everything
+// AVX-512 VNNI kernels of the packed Q4_K / Q5_K / Q6_K / IQ4_XS / Q4_0 / Q5_0 / Q4_1 / Q5_1 / IQ4_NL / Q4_Z linear (kquant_packed.h). Everything
 // after the pragma is compiled for AVX-512 and only runs when CpuSupportsAvx512Vnni().
 //
 // Per strip, super-block and 32 columns: 4 zmm loads of code bytes, split into nibbles
@@ -245,10 +245,12 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
 
 // Q4_0, Q5_0, IQ4_NL or Q4_Z against q8_0 activations: per block of 32 the dot starts at the
 // centring term (-8 / -16 / -z * sum(x), or -128 * sum(x) for IQ4_NL's codes looked up as
-// value + 128), then one fp32 fma with d_w * d_x.
+// value + 128), then one fp32 fma with d_w * d_x. Q4_1 / Q5_1: the dot of the raw codes
+// (from 0), its fma, then a second one adds sum(x) * (m_w * d_x).
 template <int MR, int NS, DType kType>
 void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
                  float* y) {
+  constexpr bool kAffine = Block32IsAffine(kType);
   constexpr int kShift = kType == DType::kQ4_0 ? 4 : kType == DType::kQ5_0 ? 3 : 0;
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
@@ -270,6 +272,8 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
         #pragma GCC unroll 4
         for (int j = 0; j < NS; ++j) dot[m][j] = _mm512_mullo_epi32(z[j], neg_sum);
       }
+    } else if constexpr (kAffine) {
+      Fill(dot, _mm512_setzero_si512());
     } else {
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
@@ -278,11 +282,11 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
         for (int j = 0; j < NS; ++j) dot[m][j] = corr;
       }
     }
-    if constexpr (kType == DType::kQ5_0) {
+    if constexpr (Block32HasFifthBit(kType)) {
       #pragma GCC unroll 4
       for (int j = 0; j < NS; ++j) h5[j] = _mm512_loadu_si512(rec[j] + kQ5_0Qh);
     }
-    constexpr Nibbles kMode = kType == DType::kQ5_0   ? Nibbles::kFifthBit
+    constexpr Nibbles kMode = Block32HasFifthBit(kType) ? Nibbles::kFifthBit
                               : kType == DType::kIQ4_NL ? Nibbles::kIq4
                                                         : Nibbles::kPlain;
     BlockDots<MR, NS, kMode>(x, rec, 0, h5, xb, dot);
@@ -292,8 +296,17 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d_w)));
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
-        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(m0 + m) * x.nsb + b]));
-        acc[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m][j]), scale, acc[m][j]);
+        const __m512 dx = _mm512_set1_ps(x.d[(m0 + m) * x.nsb + b]);
+        acc[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m][j]), _mm512_mul_ps(dw, dx), acc[m][j]);
+      }
+      if constexpr (kAffine) {  // sum(x) = aux / -128 exactly
+        const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec[j] + Block32M(kType))));
+        #pragma GCC unroll 4
+        for (int m = 0; m < MR; ++m) {
+          const __m512 dx = _mm512_set1_ps(x.d[(m0 + m) * x.nsb + b]);
+          const __m512 sum = _mm512_set1_ps(static_cast<float>(x.aux[(m0 + m) * x.nsb + b] / -128));
+          acc[m][j] = _mm512_fmadd_ps(sum, _mm512_mul_ps(mw, dx), acc[m][j]);
+        }
       }
     }
   }
@@ -353,15 +366,21 @@ void TileOf(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_
     case DType::kIQ4_XS: return TileIq4Xs<MR, NS>(x, w, m0, s, bias, y);
     case DType::kQ4_0: return TileBlock32<MR, NS, DType::kQ4_0>(x, w, m0, s, bias, y);
     case DType::kQ5_0: return TileBlock32<MR, NS, DType::kQ5_0>(x, w, m0, s, bias, y);
+    case DType::kQ4_1: return TileBlock32<MR, NS, DType::kQ4_1>(x, w, m0, s, bias, y);
+    case DType::kQ5_1: return TileBlock32<MR, NS, DType::kQ5_1>(x, w, m0, s, bias, y);
     case DType::kQ4_Z: return TileBlock32<MR, NS, DType::kQ4_Z>(x, w, m0, s, bias, y);
     default: return TileBlock32<MR, NS, DType::kIQ4_NL>(x, w, m0, s, bias, y);
   }
 }
 
+// The GEMV (one activation row) takes 4 strips at a time, as the Q8_0 kernel does: more
+// independent loads in flight keep the memory busy. With 2, a 2-core Zen 5 streamed Q4_K
+// and Q6_K at half the Q8_0 kernel's bytes per second; with 4, Q4_K ~30 % and Q6_K ~35 %
+// faster (kernel_bench --m 1, lm_head shape, one thread).
 template <int MR>
 void TileRow(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s_begin, int64_t s_end,
              const float* bias, float* y) {
-  constexpr int kNs = MR <= 2 ? 2 : 1;
+  constexpr int kNs = MR == 1 ? 4 : MR <= 2 ? 2 : 1;
   int64_t s = s_begin;
   for (; s + kNs <= s_end; s += kNs) TileOf<MR, kNs>(x, w, m0, s, bias, y);
   for (; s < s_end; ++s) TileOf<MR, 1>(x, w, m0, s, bias, y);

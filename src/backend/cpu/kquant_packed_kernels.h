@@ -11,7 +11,8 @@ namespace pagellm::kquant_packed {
 // Byte offsets inside one record (see kquant_packed.h).
 inline constexpr int64_t kQ4_KSc = 2048, kQ4_KMn = 2176, kQ4_KD = 2304, kQ4_KDmin = 2336, kQ5_KQh = 2368;
 inline constexpr int64_t kQ6_KQh = 2048, kQ6_KSc = 3072, kQ6_KD = 3328;
-inline constexpr int64_t kQ5_0Qh = 256, kQ4_0D = 256, kQ5_0D = 320;
+inline constexpr int64_t kQ5_0Qh = 256, kQ4_0D = 256, kQ5_0D = 320;  // also Q4_1's d, Q5_1's qh and d
+inline constexpr int64_t kQ4_1M = 288, kQ5_1M = 352;
 inline constexpr int64_t kIq4XsSc = 2048, kIq4XsD = 2176;
 inline constexpr int64_t kQ4_ZParamZ = 32;  // z [16] after d [16] fp16 in a group's params
 
@@ -19,8 +20,12 @@ inline constexpr int64_t kQ4_ZParamZ = 32;  // z [16] after d [16] fp16 in a gro
 alignas(16) inline constexpr uint8_t kIq4NlPlus128[16] = {1,   24,  45,  63,  79,  93,  106, 118,
                                                           129, 141, 153, 166, 181, 197, 217, 241};
 
-// Offset of the fp16 scales in a 32-value block record.
-inline int64_t Block32D(DType dtype) { return dtype == DType::kQ5_0 ? kQ5_0D : kQ4_0D; }
+// 32-value block records: whether the codes have a plane of 5th bits, whether the block is
+// affine (an fp16 offset m per row), and the offsets of the fp16 d and m.
+inline constexpr bool Block32HasFifthBit(DType dtype) { return dtype == DType::kQ5_0 || dtype == DType::kQ5_1; }
+inline constexpr bool Block32IsAffine(DType dtype) { return dtype == DType::kQ4_1 || dtype == DType::kQ5_1; }
+inline constexpr int64_t Block32D(DType dtype) { return Block32HasFifthBit(dtype) ? kQ5_0D : kQ4_0D; }
+inline constexpr int64_t Block32M(DType dtype) { return dtype == DType::kQ5_1 ? kQ5_1M : kQ4_1M; }
 
 struct PackedActs {
   const int8_t* q = nullptr;     // [num_rows, k]

@@ -1,4 +1,4 @@
-// Packed Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / IQ4_NL / Q4_Z linear (kquant_packed.h): the AVX-512 VNNI and AVX2 kernels against
+// Packed Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / Q4_1 / Q5_1 / IQ4_NL / Q4_Z linear (kquant_packed.h): the AVX-512 VNNI and AVX2 kernels against
 // the scalar GemmKQuantReference (which reads the file's blocks, so the load-time
 // rearrangement is checked too) bit for bit, over odd N (partial strips), K of 1-4
 // super-blocks, M = 1..4 (GEMV tiles) and larger (GEMM tiles), with and without bias;
@@ -28,7 +28,8 @@ namespace {
 using testing::ExpectBitEqual;
 using testing::RandomFloats;
 
-// n rows of k / 256 random blocks of `dtype`: random bytes, fp16 scales in +-scale.
+// n rows of k / 256 random blocks of `dtype`: random bytes, fp16 scales (and Q4_K / Q5_K mins,
+// Q4_1 / Q5_1 offsets) in +-scale.
 std::vector<uint8_t> RandomBlocks(DType dtype, int64_t n, int64_t k, uint32_t seed, float scale = 0.01f) {
   std::mt19937 rng(seed);
   const size_t bytes = DTypeBytes(dtype, n * k), block = DTypeBytes(dtype, DTypeBlockSize(dtype));
@@ -37,7 +38,7 @@ std::vector<uint8_t> RandomBlocks(DType dtype, int64_t n, int64_t k, uint32_t se
   std::uniform_real_distribution<float> dist(-scale, scale);
   for (size_t off = 0; off < bytes; off += block) {
     const uint16_t d = F32ToF16(dist(rng)), dmin = F32ToF16(dist(rng));
-    if (dtype == DType::kQ4_K || dtype == DType::kQ5_K) {
+    if (dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ4_1 || dtype == DType::kQ5_1) {
       std::memcpy(&w[off], &d, 2);
       std::memcpy(&w[off + 2], &dmin, 2);
     } else if (dtype != DType::kQ6_K) {
@@ -240,7 +241,7 @@ TEST(KQuantPackedQ4_Z, GroupsFoundAndStoredOnce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KQuantPacked, ::testing::Values(DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS, DType::kQ4_0, DType::kQ5_0,
-                                                           DType::kIQ4_NL, DType::kQ4_Z),
+                                                           DType::kQ4_1, DType::kQ5_1, DType::kIQ4_NL, DType::kQ4_Z),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
 
 }  // namespace

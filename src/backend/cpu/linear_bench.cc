@@ -29,7 +29,7 @@ double TimeLinear(CpuBackend& be, const LinearWeight& w, const std::vector<float
 
 int main(int argc, char** argv) {
   CpuBackendOptions opts;
-  if (argc > 1 && std::strcmp(argv[1], "avx2") == 0) opts.isa = CpuIsa::kAvx2;
+  if (argc > 1 && std::strcmp(argv[1], "avx2") == 0) opts.isa = opts.int8_isa = CpuIsa::kAvx2;
   if (argc > 1 && std::strcmp(argv[1], "avx512") == 0) opts.isa = CpuIsa::kAvx512;
   const int iters = argc > 2 ? std::atoi(argv[2]) : 20;
   CpuBackend be(opts);

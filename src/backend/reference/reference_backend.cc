@@ -6,12 +6,23 @@
 
 #include <fmt/format.h>
 
+#include "backend/column_order.h"
 #include "backend/int8_quant.h"
 #include "backend/kquant_gemm.h"
 #include "tensor/kquant_blocks.h"
 #include "tensor/half.h"
 
 namespace pagellm {
+
+Status ReadQ8_SRowScales(const TensorView& weight, std::vector<float>& scale) {
+  scale.resize(static_cast<size_t>(weight.dim(0)));
+  if (Q8_SRowScales(static_cast<const BlockQ8_S*>(weight.data), weight.dim(0), weight.dim(1), scale.data())) {
+    return OkStatus();
+  }
+  return InvalidArgumentError(fmt::format("q8_s linear weight {}: a row's blocks do not share one scale (only "
+                                          "per-output-channel int8 weights run, as W8A8)",
+                                          ShapeToString(weight.shape)));
+}
 
 Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias) {
   auto is_float = [](DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; };
@@ -31,12 +42,8 @@ Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias) {
     return InvalidArgumentError(fmt::format("{} linear weight {} needs K % 32 == 0", DTypeName(weight.dtype),
                                             ShapeToString(weight.shape)));
   }
-  if (weight.dtype == DType::kQ8_S && !Q8_SRowScales(static_cast<const BlockQ8_S*>(weight.data), weight.dim(0),
-                                                     weight.dim(1), std::vector<float>(weight.dim(0)).data())) {
-    return InvalidArgumentError(fmt::format("q8_s linear weight {}: a row's blocks do not share one scale (only "
-                                            "per-output-channel int8 weights run, as W8A8)",
-                                            ShapeToString(weight.shape)));
-  }
+  // kQ8_S's one-scale-per-row is checked by ReadQ8_SRowScales, where PrepareLinear reads the
+  // scales anyway: scanning every block here too would read the weight twice.
   if (!bias.empty() && (bias.numel() != weight.dim(0) || !is_float(bias.dtype))) {
     return InvalidArgumentError(fmt::format("linear bias {} {} does not match weight {}", DTypeName(bias.dtype),
                                             ShapeToString(bias.shape), ShapeToString(weight.shape)));
@@ -55,6 +62,7 @@ class ReferenceLinearWeight final : public LinearWeight {
   // W8A8 only: q_w [N, K] and s_w [N]; `weight` is then unused.
   std::vector<int8_t> q_w;
   std::vector<float> s_w;
+  std::vector<int32_t> column_order;  // stored column j multiplies x[:, column_order[j]]; empty: identity
 };
 
 double BiasAt(const ReferenceLinearWeight& w, int64_t n) {
@@ -135,12 +143,13 @@ StatusOr<std::unique_ptr<LinearWeight>> ReferenceBackend::PrepareLinear(const Te
                                                                         const TensorView& bias,
                                                                         const LinearOptions& options) {
   PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weight, bias));
+  PAGELLM_RETURN_IF_ERROR(ValidateColumnOrder(weight));
   auto w = std::make_unique<ReferenceLinearWeight>(this, weight, bias);
+  w->column_order.assign(weight.column_order.begin(), weight.column_order.end());
   if (weight.dtype == DType::kQ8_S) {  // pre-quantized per channel: W8A8 with the checkpoint's codes and scales
     const int64_t n_out = weight.dim(0), k_in = weight.dim(1);
     const auto* blocks = static_cast<const BlockQ8_S*>(weight.data);
-    w->s_w.resize(static_cast<size_t>(n_out));
-    Q8_SRowScales(blocks, n_out, k_in, w->s_w.data());
+    PAGELLM_RETURN_IF_ERROR(ReadQ8_SRowScales(weight, w->s_w));
     w->q_w.resize(static_cast<size_t>(n_out * k_in));
     for (int64_t i = 0; i < n_out * k_in; ++i) w->q_w[static_cast<size_t>(i)] = blocks[i / 32].qs[i % 32];
   } else if (options.quantization == LinearQuantization::kInt8 && DTypeBlockSize(weight.dtype) == 1) {
@@ -159,6 +168,12 @@ StatusOr<std::unique_ptr<LinearWeight>> ReferenceBackend::PrepareLinear(const Te
 void ReferenceBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) {
   PAGELLM_CHECK(weight.backend() == this);
   const auto& w = static_cast<const ReferenceLinearWeight&>(weight);
+  std::vector<float> ordered;
+  if (!w.column_order.empty()) {
+    ordered.resize(static_cast<size_t>(num_rows * w.in_features()));
+    GatherColumns(x, num_rows, w.column_order, ordered.data());
+    x = ordered.data();
+  }
   if (w.weight.dtype == DType::kQ8_0) return LinearQ8_0(w, x, num_rows, y);
   if (IsPackedQuant(w.weight.dtype)) {
     const float* bias = nullptr;

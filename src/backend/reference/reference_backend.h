@@ -8,6 +8,8 @@
 //   ref.RmsNorm(x, w, rows, dim, 1e-6f, y);
 #pragma once
 
+#include <vector>
+
 #include "backend/backend.h"
 #include "tensor/element_access.h"  // LoadElementAsF32 / StoreElementFromF32
 
@@ -35,7 +37,14 @@ class ReferenceBackend final : public Backend {
                       const AttentionDims& dims, float* out) override;
 };
 
-// Checks a linear weight/bias pair (rank, dtype, matching N, K % 32 for kQ8_0); shared by backends.
+// Checks a linear weight/bias pair (rank, dtype, matching N, K % 32 for kQ8_0 / kQ8_S); shared
+// by backends. A kQ8_S weight's scales are checked by ReadQ8_SRowScales instead.
 Status ValidateLinearWeight(const TensorView& weight, const TensorView& bias);
+
+// The scale of each row of a validated kQ8_S weight [N, K] into `scale` (resized to N), or
+// InvalidArgument when some row's blocks do not share one scale (grouped int8 cannot run as
+// W8A8). Both backends' PrepareLinear call it where they need the scales, so the blocks are
+// scanned once.
+Status ReadQ8_SRowScales(const TensorView& weight, std::vector<float>& scale);
 
 }  // namespace pagellm
