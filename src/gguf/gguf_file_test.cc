@@ -93,7 +93,7 @@ TEST(GgufFileTest, TensorInfoErrors) {
     return Raw().Header(1, 0).Tensor("w", std::move(ne), type, offset).PadTo(32).Zeros(data).str();
   };
   ExpectError(one({8}, 99, 0), "unknown ggml type id 99");
-  ExpectError(one({32}, 3, 0), "q4_1) is not supported");
+  ExpectError(one({32}, 9, 0), "q8_1) is not supported");
   ExpectError(one({}, 0, 0), "0 dims");
   ExpectError(one({1, 1, 1, 1, 1}, 0, 0), "5 dims");
   ExpectError(one({1ull << 63}, 0, 0), "negative or huge dim");

@@ -27,6 +27,8 @@ uint32_t FileType(GgmlType outtype) {
     case GgmlType::kQ6_K: return 18;
     case GgmlType::kBF16: return 32;
     case GgmlType::kQ5_0: return 8;     // LLAMA_FTYPE_MOSTLY_Q5_0
+    case GgmlType::kQ4_1: return 3;     // LLAMA_FTYPE_MOSTLY_Q4_1
+    case GgmlType::kQ5_1: return 9;     // LLAMA_FTYPE_MOSTLY_Q5_1
     case GgmlType::kIQ4_NL: return 25;  // LLAMA_FTYPE_MOSTLY_IQ4_NL
     case GgmlType::kIQ4_XS: return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
   }
@@ -141,6 +143,7 @@ Json MergedHfTextConfig(const Json& config) {
 StatusOr<std::string> GgufArchFromHfConfig(const Json& config) {
   std::string model_type = config.value("model_type", std::string());
   if (model_type == "qwen2" || model_type == "qwen3") return model_type;
+  if (model_type == "qwen3_moe") return std::string("qwen3moe");
   if (model_type == "qwen3_next") return std::string("qwen3next");
   if (model_type == "qwen3_5" || model_type == "qwen3_5_text") return std::string("qwen35");
   if (model_type == "qwen3_5_moe" || model_type == "qwen3_5_moe_text") return std::string("qwen35moe");
@@ -151,6 +154,7 @@ StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& original_config, GgmlT
   if (!original_config.is_object()) return InvalidArgumentError("config.json: not an object");
   PAGELLM_ASSIGN_OR_RETURN(std::string arch, GgufArchFromHfConfig(original_config));
   const bool hybrid = arch == "qwen3next" || arch == "qwen35" || arch == "qwen35moe";
+  const bool experts = hybrid || arch == "qwen3moe";
   const Json config = MergedHfTextConfig(original_config);
   GgufMetadata kv;
   kv.emplace_back("general.architecture", GgufValue::String(arch));
@@ -176,7 +180,7 @@ StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& original_config, GgmlT
   PAGELLM_RETURN_IF_ERROR(AddRope(config, arch, &kv));
   float eps = config.value("rms_norm_eps", 1e-6f);
   kv.emplace_back(arch + ".attention.layer_norm_rms_epsilon", GgufValue::F32(eps));
-  if (hybrid) {
+  if (experts) {
     AddU32IfPresent(config, "num_experts", arch + ".expert_count", &kv);
     AddU32IfPresent(config, "num_experts_per_tok", arch + ".expert_used_count", &kv);
   }
@@ -186,6 +190,16 @@ StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& original_config, GgmlT
     kv.emplace_back(arch + ".attention.value_length", GgufValue::U32(head_dim));
   }
   kv.emplace_back("general.file_type", GgufValue::U32(FileType(outtype)));
+  if (arch == "qwen3moe") {
+    // llama.cpp's qwen3moe graph always renormalises the top-k routing weights.
+    const Json norm_topk = config.value("norm_topk_prob", Json(true));
+    if (norm_topk.is_boolean() && !norm_topk.get<bool>()) {
+      return UnimplementedError("config.json: norm_topk_prob false cannot be written as qwen3moe "
+                                "(llama.cpp renormalises the routing weights)");
+    }
+    // Qwen2MoeModel.set_gguf_parameters (Qwen3MoeModel's parent): the expert FFN width.
+    AddU32IfPresent(config, "moe_intermediate_size", arch + ".expert_feed_forward_length", &kv);
+  }
   if (hybrid) PAGELLM_RETURN_IF_ERROR(AddHybridKeys(config, arch, &kv));
   kv.emplace_back("general.quantization_version", GgufValue::U32(2));
   return kv;

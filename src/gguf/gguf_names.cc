@@ -8,7 +8,14 @@
 namespace pagellm {
 namespace {
 
-enum ArchMask : unsigned { kQwen2 = 1, kQwen3 = 2, kHybrid = 4, kDense = kQwen2 | kQwen3, kAll = 7 };
+enum ArchMask : unsigned {
+  kQwen2 = 1,
+  kQwen3 = 2,
+  kHybrid = 4,
+  kQwen3Moe = 8,
+  kDense = kQwen2 | kQwen3,
+  kAll = 15
+};
 
 struct NamePair {
   std::string_view hf;    // suffix after "<prefix>layers.N." (or after "<prefix>" for global tensors)
@@ -21,10 +28,10 @@ constexpr NamePair kGlobalNames[] = {
     {"norm.weight", "output_norm.weight", kAll},
 };
 
-// llama.cpp gguf-py tensor_mapping.py / constants.py (QWEN2, QWEN3, QWEN3NEXT, QWEN35, QWEN35MOE).
+// llama.cpp gguf-py tensor_mapping.py / constants.py (QWEN2, QWEN3, QWEN3MOE, QWEN3NEXT, QWEN35, QWEN35MOE).
 constexpr NamePair kLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight", kAll},
-    {"post_attention_layernorm.weight", "ffn_norm.weight", kDense},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", kDense | kQwen3Moe},
     {"post_attention_layernorm.weight", "post_attention_norm.weight", kHybrid},
     {"self_attn.q_proj.weight", "attn_q.weight", kAll},
     {"self_attn.k_proj.weight", "attn_k.weight", kAll},
@@ -34,11 +41,11 @@ constexpr NamePair kLayerNames[] = {
     {"self_attn.k_proj.bias", "attn_k.bias", kDense},
     {"self_attn.v_proj.bias", "attn_v.bias", kDense},
     {"self_attn.o_proj.bias", "attn_output.bias", kDense},
-    {"self_attn.q_norm.weight", "attn_q_norm.weight", kQwen3 | kHybrid},
-    {"self_attn.k_norm.weight", "attn_k_norm.weight", kQwen3 | kHybrid},
-    {"mlp.gate_proj.weight", "ffn_gate.weight", kAll},
-    {"mlp.up_proj.weight", "ffn_up.weight", kAll},
-    {"mlp.down_proj.weight", "ffn_down.weight", kAll},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight", kQwen3 | kQwen3Moe | kHybrid},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight", kQwen3 | kQwen3Moe | kHybrid},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", kDense | kHybrid},
+    {"mlp.up_proj.weight", "ffn_up.weight", kDense | kHybrid},
+    {"mlp.down_proj.weight", "ffn_down.weight", kDense | kHybrid},
     // Gated DeltaNet (Qwen3.5 split projections; Qwen3-Next keeps in_proj_ba as ssm_ba).
     {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight", kHybrid},
     {"linear_attn.in_proj_z.weight", "attn_gate.weight", kHybrid},
@@ -51,7 +58,7 @@ constexpr NamePair kLayerNames[] = {
     {"linear_attn.norm.weight", "ssm_norm.weight", kHybrid},
     {"linear_attn.out_proj.weight", "ssm_out.weight", kHybrid},
     // MoE router and shared expert (experts themselves are stacked: model/gguf_hybrid_plan.h).
-    {"mlp.gate.weight", "ffn_gate_inp.weight", kHybrid},
+    {"mlp.gate.weight", "ffn_gate_inp.weight", kHybrid | kQwen3Moe},
     {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight", kHybrid},
     {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight", kHybrid},
     {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight", kHybrid},
@@ -61,6 +68,7 @@ constexpr NamePair kLayerNames[] = {
 StatusOr<unsigned> ArchBit(std::string_view arch) {
   if (arch == "qwen2") return static_cast<unsigned>(kQwen2);
   if (arch == "qwen3") return static_cast<unsigned>(kQwen3);
+  if (arch == "qwen3moe") return static_cast<unsigned>(kQwen3Moe);
   if (IsHybridGgufArch(arch)) return static_cast<unsigned>(kHybrid);
   return UnimplementedError(fmt::format("tensor names for architecture '{}' are not supported", arch));
 }
@@ -123,6 +131,8 @@ StatusOr<std::string> ToHf(std::string_view arch, unsigned bit, std::string_view
 
 bool IsHybridGgufArch(std::string_view arch) { return arch == "qwen3next" || arch == "qwen35" || arch == "qwen35moe"; }
 
+bool UsesGgufTensorPlans(std::string_view arch) { return arch == "qwen3moe" || IsHybridGgufArch(arch); }
+
 StatusOr<std::string> HfToGgufTensorName(std::string_view arch, std::string_view hf_name) {
   PAGELLM_ASSIGN_OR_RETURN(unsigned bit, ArchBit(arch));
   return ToGguf(arch, bit, hf_name);
@@ -133,11 +143,12 @@ StatusOr<std::string> GgufToHfTensorName(std::string_view arch, std::string_view
   return ToHf(arch, bit, gguf_name);
 }
 
-StatusOr<std::string> HybridGgufLayerSuffix(std::string_view field) {
+StatusOr<std::string> GgufLayerSuffix(std::string_view arch, std::string_view field) {
+  PAGELLM_ASSIGN_OR_RETURN(unsigned bit, ArchBit(arch));
   for (const NamePair& p : kLayerNames) {
-    if ((p.archs & kHybrid) && field == p.hf) return std::string(p.gguf);
+    if ((p.archs & bit) && field == p.hf) return std::string(p.gguf);
   }
-  return NotFoundError(fmt::format("no 1:1 GGUF name for hybrid tensor field '{}'", field));
+  return NotFoundError(fmt::format("no 1:1 GGUF name for {} tensor field '{}'", arch, field));
 }
 
 }  // namespace pagellm

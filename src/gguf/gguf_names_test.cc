@@ -78,6 +78,30 @@ TEST(GgufNamesTest, MapsHybridQwenTensorsBothWays) {
             StatusCode::kNotFound);
   EXPECT_TRUE(IsHybridGgufArch("qwen35moe"));
   EXPECT_FALSE(IsHybridGgufArch("qwen3"));
+  EXPECT_FALSE(IsHybridGgufArch("qwen3moe"));
+  EXPECT_TRUE(UsesGgufTensorPlans("qwen3moe"));
+  EXPECT_FALSE(UsesGgufTensorPlans("qwen3"));
+}
+
+// llama.cpp's qwen3moe: dense names for attention and norms (ffn_norm, not
+// post_attention_norm), the router as ffn_gate_inp; experts are stacked by the plans.
+TEST(GgufNamesTest, Qwen3MoeNames) {
+  const std::pair<std::string, std::string> pairs[] = {
+      {"model.layers.2.input_layernorm.weight", "blk.2.attn_norm.weight"},
+      {"model.layers.2.post_attention_layernorm.weight", "blk.2.ffn_norm.weight"},
+      {"model.layers.2.self_attn.q_norm.weight", "blk.2.attn_q_norm.weight"},
+      {"model.layers.2.self_attn.o_proj.weight", "blk.2.attn_output.weight"},
+      {"model.layers.2.mlp.gate.weight", "blk.2.ffn_gate_inp.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+  };
+  for (const auto& [hf, gguf] : pairs) {
+    EXPECT_EQ(HfToGgufTensorName("qwen3moe", hf).value(), gguf) << hf;
+    EXPECT_EQ(GgufToHfTensorName("qwen3moe", gguf).value(), hf) << gguf;
+  }
+  EXPECT_EQ(HfToGgufTensorName("qwen3moe", "model.layers.0.mlp.gate_proj.weight").status().code(),
+            StatusCode::kNotFound);  // no dense layers in qwen3moe
+  EXPECT_EQ(GgufLayerSuffix("qwen3moe", "post_attention_layernorm.weight").value(), "ffn_norm.weight");
+  EXPECT_EQ(GgufLayerSuffix("qwen35", "post_attention_layernorm.weight").value(), "post_attention_norm.weight");
 }
 
 }  // namespace

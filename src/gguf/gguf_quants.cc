@@ -1,3 +1,4 @@
+// Compiled with -ffp-contract=off, as llama.cpp's FMA-free libggml-base (gguf_quantize_math.h).
 #include "gguf/gguf_quants.h"
 
 #include <cmath>
@@ -47,6 +48,14 @@ void DequantizeQ5_0Block(const uint8_t* b, float* y) {
   DequantizeRowQ5_0(reinterpret_cast<const BlockQ5_0*>(b), 32, y);
 }
 
+void DequantizeQ4_1Block(const uint8_t* b, float* y) {
+  DequantizeRowQ4_1(reinterpret_cast<const BlockQ4_1*>(b), 32, y);
+}
+
+void DequantizeQ5_1Block(const uint8_t* b, float* y) {
+  DequantizeRowQ5_1(reinterpret_cast<const BlockQ5_1*>(b), 32, y);
+}
+
 void DequantizeIq4NlBlock(const uint8_t* b, float* y) {
   DequantizeRowIq4Nl(reinterpret_cast<const BlockIq4Nl*>(b), 32, y);
 }
@@ -65,6 +74,8 @@ BlockFn BlockDequantizer(GgmlType type) {
     case GgmlType::kQ5_K: return DequantizeQ5_KBlock;
     case GgmlType::kQ6_K: return DequantizeQ6_KBlock;
     case GgmlType::kQ5_0: return DequantizeQ5_0Block;
+    case GgmlType::kQ4_1: return DequantizeQ4_1Block;
+    case GgmlType::kQ5_1: return DequantizeQ5_1Block;
     case GgmlType::kIQ4_NL: return DequantizeIq4NlBlock;
     case GgmlType::kIQ4_XS: return DequantizeIq4XsBlock;
     default: return nullptr;

@@ -1,7 +1,7 @@
-// Dequantization of GGUF tensor data (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
-// IQ4_XS) and the
-// Q8_0 quantizer, bit-for-bit as llama.cpp defines them (ggml-common.h block layouts,
-// ggml-quants.c dequantize_row_* and quantize_row_q8_0_ref).
+// Dequantization of GGUF tensor data (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K,
+// Q6_K, IQ4_NL, IQ4_XS) and the Q8_0 quantizer, bit-for-bit as llama.cpp defines them (ggml-common.h
+// block layouts, ggml-quants.c dequantize_row_* and quantize_row_q8_0_ref). The other
+// quantizers: gguf_quantize.h.
 //
 //   std::vector<float> w(t.num_elements);
 //   PAGELLM_RETURN_IF_ERROR(Dequantize(t.type, t.data, t.num_elements, w.data()));
@@ -16,6 +16,8 @@
 //   Q5_K (256 values, 176 B): d, dmin, scales[12], qh[32] (5th bits), qs[128]
 //   Q6_K (256 values, 210 B): ql[128], qh[64], int8 scales[16], d
 //   Q5_0 (32 values, 22 B):  d, uint32 qh (5th bits), qs[16]     x = d * (q - 16)
+//   Q4_1 (32 values, 20 B):  d, m, qs[16]                        x = d * q + m
+//   Q5_1 (32 values, 24 B):  d, m, uint32 qh, qs[16]             x = d * q + m
 //   IQ4_NL (32 values, 18 B): d, qs[16] (Q4_0 nibble order)     x = d * kIq4NlValues[q]
 //   IQ4_XS (256 values, 136 B): d, u16 scales_h, scales_l[4], qs[128]; 8 IQ4_NL-like
 //                             sub-blocks of 32 with 6-bit scales ls: x = d * (ls - 32) * kIq4NlValues[q]
@@ -27,7 +29,7 @@
 
 #include "common/status.h"
 #include "gguf/gguf_types.h"
-#include "tensor/kquant_blocks.h"  // GetScaleMinK4, kIq4NlValues
+#include "tensor/kquant_blocks.h"  // the block structs, GetScaleMinK4, kIq4NlValues
 
 namespace pagellm {
 

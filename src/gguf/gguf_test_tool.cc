@@ -7,6 +7,8 @@
 //                                                   QuantizeQ8_0 of it as "q8_ours"
 //   gguf_test_tool dequant TYPE IN.bin OUT.bin      raw blocks of TYPE (e.g. q4_K) -> our float32
 //                                                   values (tests/gguf/check_with_libggml.py)
+//   gguf_test_tool quantize TYPE N IN.f32 OUT.bin   rows of N float32 values -> our TYPE bytes
+//                                                   (tests/gguf/check_quantizers_with_libggml.py)
 //   gguf_test_tool tiny-qwen3 OUT.gguf TOKENIZER_DIR [f32|f16|q8_0]
 //                                                   a 2-layer qwen3-shaped random model with the real
 //                                                   tokenizer metadata (for llama.cpp loading)
@@ -21,6 +23,7 @@
 #include "common/json.h"
 #include "common/mapped_file.h"
 #include "gguf/gguf_metadata.h"
+#include "gguf/gguf_quantize.h"
 #include "gguf/gguf_quants.h"
 #include "gguf/gguf_tokenizer_metadata.h"
 #include "gguf/gguf_writer.h"
@@ -64,7 +67,9 @@ void FixScales(GgmlType type, std::vector<std::byte>& bytes, std::mt19937& rng) 
       type == GgmlType::kIQ4_NL || type == GgmlType::kIQ4_XS) {
     fields = {0};
   }
-  if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K) fields = {0, 2};
+  if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1) {
+    fields = {0, 2};
+  }
   if (type == GgmlType::kQ6_K) fields = {208};
   for (size_t b = 0; b + block <= bytes.size(); b += block) {
     for (size_t f : fields) {
@@ -126,9 +131,9 @@ int WriteSample(const std::string& out, const std::string& expected_path) {
 int WriteQuantVectors(const std::string& out) {
   GgufWriter w;
   std::mt19937 rng(42);
-  const GgmlType types[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,  GgmlType::kQ4_K,
-                            GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
-                            GgmlType::kF16,  GgmlType::kBF16};
+  const GgmlType types[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,  GgmlType::kQ4_1,
+                            GgmlType::kQ5_1, GgmlType::kQ4_K, GgmlType::kQ5_K,  GgmlType::kQ6_K,
+                            GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kF16, GgmlType::kBF16};
   for (GgmlType type : types) {
     const int64_t n = 4 * 256;
     std::vector<std::byte> raw = RandomBytes(GgmlRowBytes(type, n), rng);
@@ -173,6 +178,25 @@ int DequantFile(const std::string& type_name, const std::string& in, const std::
   return WriteStringToFile(out, {reinterpret_cast<const char*>(deq.data()), deq.size() * sizeof(float)}).ok() ? 0 : 1;
 }
 
+// IN.f32 holds rows of `row_len` float32 values; OUT.bin gets QuantizeRow(type) of each row.
+int QuantizeFile(const std::string& type_name, const std::string& row_len_text, const std::string& in,
+                 const std::string& out) {
+  StatusOr<GgmlType> type = GgmlTypeFromName(type_name);
+  StatusOr<std::string> raw = ReadFileToString(in);
+  const int64_t row_len = std::stoll(row_len_text);
+  if (!type.ok() || !raw.ok() || row_len <= 0 || row_len % GgmlBlockSize(*type) != 0) return 1;
+  const int64_t num_values = static_cast<int64_t>(raw->size() / sizeof(float));
+  if (num_values % row_len != 0) return 1;
+  std::vector<float> x(static_cast<size_t>(num_values));
+  std::memcpy(x.data(), raw->data(), x.size() * sizeof(float));
+  const size_t row_bytes = GgmlRowBytes(*type, row_len);
+  std::string bytes(static_cast<size_t>(num_values / row_len) * row_bytes, '\0');
+  for (int64_t r = 0; r < num_values / row_len; ++r) {
+    QuantizeRow(*type, x.data() + r * row_len, row_len, reinterpret_cast<std::byte*>(bytes.data()) + r * row_bytes);
+  }
+  return WriteStringToFile(out, bytes).ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int WriteTinyQwen3(const std::string& out, const std::string& tokenizer_dir, const std::string& dtype);
@@ -184,12 +208,13 @@ int main(int argc, char** argv) {
   if (args.size() == 3 && args[0] == "sample") return pagellm::WriteSample(args[1], args[2]);
   if (args.size() == 2 && args[0] == "quant-vectors") return pagellm::WriteQuantVectors(args[1]);
   if (args.size() == 4 && args[0] == "dequant") return pagellm::DequantFile(args[1], args[2], args[3]);
+  if (args.size() == 5 && args[0] == "quantize") return pagellm::QuantizeFile(args[1], args[2], args[3], args[4]);
   if ((args.size() == 3 || args.size() == 4) && args[0] == "tiny-qwen3") {
     return pagellm::WriteTinyQwen3(args[1], args[2], args.size() == 4 ? args[3] : "f16");
   }
   std::fprintf(stderr,
                "usage: gguf_test_tool sample OUT.gguf EXPECTED.json | quant-vectors OUT.gguf |\n"
-               "       dequant TYPE IN.bin OUT.bin |\n"
+               "       dequant TYPE IN.bin OUT.bin | quantize TYPE N IN.f32 OUT.bin |\n"
                "       tiny-qwen3 OUT.gguf TOKENIZER_DIR [f32|f16|q8_0]\n");
   return 2;
 }

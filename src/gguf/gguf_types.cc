@@ -18,14 +18,15 @@ struct TypeTraits {
 
 // Block sizes and byte sizes from ggml-common.h (block_q8_0 = 2 + 32, block_q4_0 = 2 + 16,
 // block_q4_K = 2*2 + 12 + 128, block_q5_K = 2*2 + 12 + 32 + 128, block_q6_K = 128 + 64 + 16 + 2,
-// block_q5_0 = 2 + 4 + 16, block_iq4_nl = 2 + 16, block_iq4_xs = 2 + 2 + 4 + 128).
+// block_q5_0 = 2 + 4 + 16, block_q4_1 = 2*2 + 16, block_q5_1 = 2*2 + 4 + 16, block_iq4_nl = 2 + 16, block_iq4_xs = 2 + 2 + 4 + 128).
 constexpr TypeTraits kTraits[] = {
     {GgmlType::kF32, "f32", 1, 4},        {GgmlType::kF16, "f16", 1, 2},
     {GgmlType::kQ4_0, "q4_0", 32, 18},    {GgmlType::kQ8_0, "q8_0", 32, 34},
     {GgmlType::kQ4_K, "q4_K", 256, 144},  {GgmlType::kQ5_K, "q5_K", 256, 176},
     {GgmlType::kQ6_K, "q6_K", 256, 210},  {GgmlType::kBF16, "bf16", 1, 2},
     {GgmlType::kQ5_0, "q5_0", 32, 22},    {GgmlType::kIQ4_NL, "iq4_nl", 32, 18},
-    {GgmlType::kIQ4_XS, "iq4_xs", 256, 136},
+    {GgmlType::kIQ4_XS, "iq4_xs", 256, 136}, {GgmlType::kQ5_1, "q5_1", 32, 24},
+    {GgmlType::kQ4_1, "q4_1", 32, 20},
 };
 
 const TypeTraits& Traits(GgmlType type) {
@@ -39,8 +40,6 @@ const TypeTraits& Traits(GgmlType type) {
 // ggml's names for ids pagellm does not read, so errors can say what the file holds.
 std::string_view UnsupportedGgmlName(uint32_t id) {
   switch (id) {
-    case 3: return "q4_1";
-    case 7: return "q5_1";
     case 9: return "q8_1";
     case 10: return "q2_K";
     case 11: return "q3_K";

@@ -22,7 +22,9 @@ enum class GgmlType : uint32_t {
   kF32 = 0,
   kF16 = 1,
   kQ4_0 = 2,
+  kQ4_1 = 3,
   kQ5_0 = 6,
+  kQ5_1 = 7,  // llama-quantize's fallback for Q5_K rows
   kQ8_0 = 8,
   kQ4_K = 12,
   kQ5_K = 13,
@@ -59,8 +61,8 @@ inline constexpr int64_t kQkK = 256;
 
 // Maps a raw id to a supported type; errors name the id (and ggml's name when known).
 StatusOr<GgmlType> GgmlTypeFromId(uint32_t id);
-// Lower-case ggml names: "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_K", "q5_K", "q6_K",
-// "iq4_nl", "iq4_xs".
+// Lower-case ggml names: "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_1", "q5_1", "q4_K",
+// "q5_K", "q6_K", "iq4_nl", "iq4_xs".
 std::string_view GgmlTypeName(GgmlType type);
 // Parses the names above (case-insensitive) for CLI flags like --outtype.
 StatusOr<GgmlType> GgmlTypeFromName(std::string_view name);

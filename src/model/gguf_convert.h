@@ -18,26 +18,40 @@
 // while the file is written, so memory stays at one chunk per thread. Hybrid models go
 // through model/gguf_hybrid_plan.h (norms + 1, -exp(A_log), value-head reorder, expert
 // stacking, as llama.cpp's Qwen3NextModel / Qwen3_5*Model); mtp.* tensors are not written.
+//
+// With `quantize` set (`--outtype q4_k_m`, q5_k_m, q6_k, q4_0, q5_0, iq4_nl, iq4_xs) the file
+// is the one llama-quantize makes from the `outtype` (F16) file: each tensor's values are
+// rounded to F16 first (llama-quantize reads them back from that file), then typed by
+// llama-quantize's recipe (gguf/gguf_quant_recipe.h) and quantized with its no-imatrix
+// quantizers (gguf/gguf_quantize.h), tensors in its order, general.file_type last: the same
+// bytes as `llama-quantize F16.gguf OUT.gguf Q4_K_M` (tests/gguf/compare_quantized_files.py).
+// `model_dir` may instead name such an F16 (or BF16 / F32) .gguf; then the quantization is
+// applied to it directly, as llama-quantize does.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
+#include "gguf/gguf_quant_recipe.h"
 #include "gguf/gguf_types.h"
 
 namespace pagellm {
 
 struct GgufConvertOptions {
-  std::string model_dir;
+  std::string model_dir;  // checkpoint directory, or a .gguf file (then `quantize` is required)
   std::string outfile;
-  GgmlType outtype = GgmlType::kF16;  // kF32, kF16, kBF16 or kQ8_0
-  std::string name;                   // general.name; empty: the directory's name
+  GgmlType outtype = GgmlType::kF16;  // kF32, kF16, kBF16 or kQ8_0 (ignored for a .gguf input)
+  // Then llama-quantize's file type applied to the `outtype` file (a float type).
+  std::optional<GgufFileType> quantize;
+  std::string name;  // general.name; empty: the directory's name
 };
 
 struct GgufConvertReport {
   int64_t num_tensors = 0;
   int64_t num_f32_tensors = 0;  // kept in F32 by the rules above
+  std::string type_counts;      // e.g. "f32 25, q4_K 12, q6_K 5"
   uint64_t file_bytes = 0;
 };
 

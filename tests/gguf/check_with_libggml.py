@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """CTest gguf_quants_match_libggml: pagellm's dequantization against llama.cpp's own C
-dequantizers, bit for bit, for Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS.
+dequantizers, bit for bit, for Q4_0, Q5_0, Q4_1, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS.
 
 The reference is libggml-base.so from npm node-llama-cpp (the library llama.cpp runs), called
 through ctypes: ggml_get_type_traits(type)->to_float decodes, and ggml_quantize_chunk (the
@@ -20,7 +20,9 @@ import numpy as np
 # fp16 scale fields (kept finite in random blocks).
 TYPES = [
     (2, "q4_0", 32, 18, [0]),
+    (3, "q4_1", 32, 20, [0, 2]),
     (6, "q5_0", 32, 22, [0]),
+    (7, "q5_1", 32, 24, [0, 2]),
     (8, "q8_0", 32, 34, [0]),
     (12, "q4_K", 256, 144, [0, 2]),
     (13, "q5_K", 256, 176, [0, 2]),

@@ -50,7 +50,7 @@ ENV = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
 ENGINE_FLAGS = ["--max-model-len", "2048"]
 # --llama-cpp-config -> (llama_cpp_eval --flash-attention, --kv-type, pagellm --kv-cache-dtype)
 # Types made by llama.cpp's quantizer instead of `pagellm convert`.
-LLAMA_QUANTIZED = ["q4_k_m", "q5_k_m", "q6_k", "q4_0", "iq4_xs"]
+LLAMA_QUANTIZED = ["q4_k_m", "q5_k_m", "q6_k", "q4_0", "q4_1", "iq4_xs"]
 CONFIGS = {"exact": ("off", "F32", "float32"), "default": ("auto", "F16", "float16")}
 
 
@@ -103,8 +103,8 @@ def pagellm_greedy(args, model, ids, dtype, log=None):
 def check_in_place(args, gguf, log, report):
     """Quantized files run in place: the memory plan's weights in RAM at most --max-ram-ratio
     times the tensors loaded from the file (GGUF tensors are mapped, so those are the file's
-    bytes), and no matrix group (embed, lm_head, attention, mlp) held as a float type. Only
-    'other' (norms, 1-D tensors the file stores as F32) may be float."""
+    bytes), and no matrix group (embed, lm_head, attention, mlp, experts) held as a float
+    type. Only 'other' (norms, routers, 1-D tensors the file stores as F32) may be float."""
     m = re.search(r"weights in RAM ([0-9.]+) MiB = ([0-9.]+)x the ([0-9.]+) MiB of loaded tensors; "
                   r"weight formats: (.*?); Maximum", log)
     if m is None:

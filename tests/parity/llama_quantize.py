@@ -13,7 +13,8 @@ import os
 import sys
 
 # llama_ftype values (include/llama.h).
-FTYPES = {"q4_0": 2, "q8_0": 7, "q5_0": 8, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18, "iq4_nl": 25, "iq4_xs": 30}
+FTYPES = {"q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18, "iq4_nl": 25,
+          "iq4_xs": 30}
 
 BINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".refs", "node_modules",
                     "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
