@@ -140,20 +140,34 @@ Status AddHybridConfig(const GgufFile& gguf, const std::string& arch, Json& json
   return OkStatus();
 }
 
+// llama.cpp's qwen3moe graph: softmax routing over expert_count, the top expert_used_count
+// weights renormalised (build_moe_ffn's norm_w), every layer MoE.
+Status AddQwen3MoeConfig(const GgufFile& gguf, const std::string& arch, Json& json) {
+  PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".expert_count", "num_experts", true, json));
+  PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".expert_used_count", "num_experts_per_tok", true, json));
+  PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".expert_feed_forward_length", "moe_intermediate_size", true, json));
+  json["norm_topk_prob"] = true;
+  json["decoder_sparse_step"] = 1;
+  json["mlp_only_layers"] = Json::array();
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<Json> HfConfigJsonFromGguf(const GgufFile& gguf) {
   PAGELLM_ASSIGN_OR_RETURN(std::string arch, gguf.GetString("general.architecture"));
   const bool hybrid = arch == "qwen3next" || arch == "qwen35" || arch == "qwen35moe";
-  if (arch != "qwen2" && arch != "qwen3" && !hybrid) {
+  if (arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && !hybrid) {
     return UnimplementedError(fmt::format(
-        "{}: GGUF architecture '{}' is not supported (qwen2, qwen3, qwen3next, qwen35, qwen35moe)", gguf.what(), arch));
+        "{}: GGUF architecture '{}' is not supported (qwen2, qwen3, qwen3moe, qwen3next, qwen35, qwen35moe)",
+        gguf.what(), arch));
   }
-  Json json = {{"model_type", arch}};
+  Json json = {{"model_type", arch == "qwen3moe" ? std::string("qwen3_moe") : arch}};
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".block_count", "num_hidden_layers", true, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".embedding_length", "hidden_size", true, json));
   PAGELLM_RETURN_IF_ERROR(
-      CopyInt(gguf, arch + ".feed_forward_length", "intermediate_size", arch != "qwen35moe", json));
+      CopyInt(gguf, arch + ".feed_forward_length", "intermediate_size", arch != "qwen35moe" && arch != "qwen3moe",
+              json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".attention.head_count", "num_attention_heads", true, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".attention.head_count_kv", "num_key_value_heads", false, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".context_length", "max_position_embeddings", false, json));
@@ -172,6 +186,7 @@ StatusOr<Json> HfConfigJsonFromGguf(const GgufFile& gguf) {
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, "tokenizer.ggml.eos_token_id", "eos_token_id", false, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, "tokenizer.ggml.padding_token_id", "pad_token_id", false, json));
   if (hybrid) PAGELLM_RETURN_IF_ERROR(AddHybridConfig(gguf, arch, json));
+  if (arch == "qwen3moe") PAGELLM_RETURN_IF_ERROR(AddQwen3MoeConfig(gguf, arch, json));
   PAGELLM_RETURN_IF_ERROR(AddTensorFacts(gguf, arch, json));
   return json;
 }
@@ -183,6 +198,10 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
     return InvalidArgumentError(fmt::format("{}: {} (metadata read as config {})", gguf.what(),
                                             config.status().message(), json.dump()));
   }
+  // qwen35moe files stack gate and up experts apart (ffn_gate_exps, ffn_up_exps): bound one
+  // linear per expert, each is a contiguous slice of the file, used in place even when
+  // k-quantized (the fused [E, 2 I, H] layout would interleave the two stacks into a copy).
+  config->fused_experts = false;
   return config;
 }
 

@@ -11,6 +11,7 @@
 #include "gguf/gguf_quants.h"
 #include "model/convert.h"
 #include "model/weight_spec.h"
+#include "tensor/kquant_blocks.h"
 
 namespace pagellm {
 namespace {
@@ -44,13 +45,14 @@ class ForwardBuilder {
   ForwardBuilder(const ModelConfig& c, const std::string& arch) : c_(c), arch_(arch) {
     const int64_t nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
     tiled_ = arch != "qwen3next" && nk > 0 && nk != nv;
+    zero_centered_norms_ = IsHybridGgufArch(arch);  // qwen3moe's RMSNorms multiply by w
   }
 
   Status Add(const WeightSpec& spec) {
     if (spec.layer_idx < 0) {
       PAGELLM_ASSIGN_OR_RETURN(std::string name, HfToGgufTensorName(arch_, spec.name));
       plans_.push_back(IdentityPlan(name, spec.shape, spec.name));
-      if (spec.role == WeightRole::kFinalNorm) plans_.back().op = GgufValueOp::kAddOne;
+      if (spec.role == WeightRole::kFinalNorm && zero_centered_norms_) plans_.back().op = GgufValueOp::kAddOne;
       return OkStatus();
     }
     const std::string& f = spec.field;
@@ -61,11 +63,11 @@ class ForwardBuilder {
       return OkStatus();
     }
     if (f == "linear_attn.in_proj_qkvz.weight") return AddSplitQkvz(spec);
-    PAGELLM_ASSIGN_OR_RETURN(std::string suffix, HybridGgufLayerSuffix(f));
+    PAGELLM_ASSIGN_OR_RETURN(std::string suffix, GgufLayerSuffix(arch_, f));
     std::vector<int64_t> shape = spec.shape;
     if (f == "linear_attn.conv1d.weight") shape = {spec.shape[0], spec.shape[2]};  // squeezed
     GgufTensorPlan p = IdentityPlan(Blk(spec, suffix), shape, spec.name);
-    if (IsZeroCenteredNorm(f)) p.op = GgufValueOp::kAddOne;
+    if (zero_centered_norms_ && IsZeroCenteredNorm(f)) p.op = GgufValueOp::kAddOne;
     if (f == "linear_attn.A_log") p.op = GgufValueOp::kNegExp;
     if (tiled_) ReorderValueHeads(f, p);
     plans_.push_back(std::move(p));
@@ -145,6 +147,7 @@ class ForwardBuilder {
   const ModelConfig& c_;
   std::string arch_;
   bool tiled_ = false;
+  bool zero_centered_norms_ = false;
   std::vector<GgufTensorPlan> plans_;
 };
 
@@ -183,6 +186,10 @@ void ReadRowF32(const TensorView& in, int64_t row, int64_t n, float* out) {
     PAGELLM_CHECK(Dequantize(GgmlType::kQ8_0, {src, DTypeBytes(in.dtype, n)}, n, out).ok());
     return;
   }
+  if (IsPackedQuant(in.dtype)) {
+    DequantizeRowKQuant(in.dtype, src, n, out);
+    return;
+  }
   ConvertTensor(TensorView{const_cast<std::byte*>(src), in.dtype, {n}}, TensorView{out, DType::kF32, {n}});
 }
 
@@ -198,6 +205,14 @@ bool BlockAligned(const std::vector<int64_t>& col_perm, int64_t block) {
 }
 
 }  // namespace
+
+std::optional<int64_t> GgufTensorPlan::ContiguousRowsStart() const {
+  if (inputs.size() != 1 || !col_perm.empty() || op != GgufValueOp::kNone || rows.empty()) return std::nullopt;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].input != 0 || rows[r].row != rows[0].row + static_cast<int64_t>(r)) return std::nullopt;
+  }
+  return rows[0].row;
+}
 
 bool GgufTensorPlan::IsIdentity() const {
   if (inputs.size() != 1 || !col_perm.empty() || op != GgufValueOp::kNone) return false;
@@ -220,8 +235,15 @@ std::vector<int64_t> TiledValueRows(int64_t nk, int64_t nv, int64_t d) {
 }
 
 StatusOr<std::vector<GgufTensorPlan>> HybridGgufPlans(const ModelConfig& config, const std::string& arch) {
-  if (!config.is_hybrid() || !IsHybridGgufArch(arch)) {
-    return InvalidArgumentError(fmt::format("{} ({}) is not a hybrid GGUF architecture", arch, config.model_type));
+  const bool moe = config.arch == ModelArch::kQwen3Moe && arch == "qwen3moe";
+  if (!moe && (!config.is_hybrid() || !IsHybridGgufArch(arch))) {
+    return InvalidArgumentError(fmt::format("{} ({}) is not a GGUF architecture with tensor plans", arch,
+                                            config.model_type));
+  }
+  if (moe && (!config.mlp_only_layers.empty() || config.decoder_sparse_step != 1)) {
+    return UnimplementedError(fmt::format("{}: dense MLP layers (mlp_only_layers, decoder_sparse_step {}) have no "
+                                          "place in llama.cpp's qwen3moe, whose every layer is MoE",
+                                          config.model_type, config.decoder_sparse_step));
   }
   ForwardBuilder builder(config, arch);
   for (const WeightSpec& spec : ListWeightSpecs(config)) PAGELLM_RETURN_IF_ERROR(builder.Add(spec));

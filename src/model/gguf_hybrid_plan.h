@@ -1,6 +1,7 @@
 // Tensor plans between Hugging Face and llama.cpp GGUF layouts for the hybrid Qwen3-Next /
-// Qwen3.5 / Qwen3.5-MoE models (docs/qwen-architectures.md §5.2): which rows of which input
-// tensors make each output tensor, an optional column permutation and an element op.
+// Qwen3.5 / Qwen3.5-MoE models (docs/qwen-architectures.md §5.2) and Qwen3-MoE (qwen3moe,
+// whose only change is the stacked experts): which rows of which input tensors make each
+// output tensor, an optional column permutation and an element op.
 //
 //   for (const GgufTensorPlan& p : HybridGgufPlans(config, "qwen35")) ...   // HF -> GGUF (convert)
 //   for (const GgufTensorPlan& p : HybridHfPlans(config, "qwen35")) ...     // GGUF -> HF (load)
@@ -24,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,14 +53,17 @@ struct GgufTensorPlan {
   int64_t row_len() const { return shape.back(); }
   // One input read in order with no permutation or op: the output is the input's bytes.
   bool IsIdentity() const;
+  // The first input row when the output is rows [start, start + rows) of one input with no
+  // permutation or op (a slice of the input's bytes, e.g. one expert of a stack).
+  std::optional<int64_t> ContiguousRowsStart() const;
 };
 
 // Row index of the tiled order: TiledValueRows(nk, nv, d)[i] is the grouped-order row that
 // tiled-order row i holds (value head j' = jj*nk + g <- head g*r + jj, d rows per head).
 std::vector<int64_t> TiledValueRows(int64_t nk, int64_t nv, int64_t d);
 
-// Every GGUF tensor of `config` (a hybrid config), inputs named by HF names. `arch` is the
-// GGUF architecture (qwen3next, qwen35, qwen35moe).
+// Every GGUF tensor of `config` (a hybrid or Qwen3-MoE config), inputs named by HF names.
+// `arch` is the GGUF architecture (qwen3moe, qwen3next, qwen35, qwen35moe).
 StatusOr<std::vector<GgufTensorPlan>> HybridGgufPlans(const ModelConfig& config, const std::string& arch);
 
 // Every HF tensor of `config` (ListWeightSpecs order), inputs named by GGUF names.

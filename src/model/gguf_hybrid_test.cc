@@ -4,6 +4,7 @@
 // tiled value heads, qkvz split, expert stacking), the metadata against the keys llama.cpp
 // reads, and HF -> GGUF -> pagellm weights against the checkpoint's own.
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "model/gguf_hybrid_plan.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
+#include "tensor/kquant_blocks.h"
 
 namespace pagellm {
 namespace {
@@ -189,10 +191,17 @@ TEST(GgufHybridConvertTest, ExpertsAreStackedAndQwen3NextQkvzIsSplit) {
   EXPECT_EQ(next.Ne("blk.0.ssm_ba.weight"), (std::vector<int64_t>{H, 8}));
 }
 
-// Every weight view of a loaded model, by a readable name.
-std::vector<std::pair<std::string, const TensorView*>> AllViews(const ModelWeights& w) {
-  std::vector<std::pair<std::string, const TensorView*>> out = {
-      {"embed", &w.embed_tokens}, {"norm", &w.norm}, {"lm_head", &w.lm_head}};
+// Every weight view of a loaded model, by a readable name. Fused experts ([E, 2 I, H] /
+// [E, H, I], the HF layout of Qwen3.5-MoE) are listed as the per-expert slices a GGUF binds.
+std::vector<std::pair<std::string, TensorView>> AllViews(const ModelWeights& w) {
+  std::vector<std::pair<std::string, TensorView>> out = {
+      {"embed", w.embed_tokens}, {"norm", w.norm}, {"lm_head", w.lm_head}};
+  auto rows = [](const TensorView& t, int64_t e, int64_t begin, int64_t n) {
+    TensorView v = t;
+    v.data = static_cast<std::byte*>(t.data) + DTypeBytes(t.dtype, (e * t.dim(1) + begin) * t.dim(2));
+    v.shape = {n, t.dim(2)};
+    return v;
+  };
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& L = w.layers[l];
     const std::pair<const char*, const TensorView*> fields[] = {
@@ -202,13 +211,20 @@ std::vector<std::pair<std::string, const TensorView*>> AllViews(const ModelWeigh
         {"z", &L.gdn_in_proj_z}, {"b", &L.gdn_in_proj_b}, {"a", &L.gdn_in_proj_a}, {"qkvz", &L.gdn_in_proj_qkvz},
         {"ba", &L.gdn_in_proj_ba}, {"conv1d", &L.gdn_conv1d}, {"dt_bias", &L.gdn_dt_bias}, {"A_log", &L.gdn_a_log},
         {"gdn_norm", &L.gdn_norm}, {"out_proj", &L.gdn_out_proj}, {"router", &L.moe_router},
-        {"gate_up_exps", &L.experts_gate_up}, {"down_exps", &L.experts_down}, {"sh_gate", &L.shared_gate_proj},
-        {"sh_up", &L.shared_up_proj}, {"sh_down", &L.shared_down_proj}, {"sh_expert_gate", &L.shared_expert_gate}};
-    for (const auto& [name, v] : fields) out.emplace_back(fmt::format("layer {} {}", l, name), v);
+        {"sh_gate", &L.shared_gate_proj}, {"sh_up", &L.shared_up_proj}, {"sh_down", &L.shared_down_proj},
+        {"sh_expert_gate", &L.shared_expert_gate}};
+    for (const auto& [name, v] : fields) out.emplace_back(fmt::format("layer {} {}", l, name), *v);
     for (size_t e = 0; e < L.expert_gate_proj.size(); ++e) {
-      out.emplace_back(fmt::format("layer {} expert {} gate", l, e), &L.expert_gate_proj[e]);
-      out.emplace_back(fmt::format("layer {} expert {} up", l, e), &L.expert_up_proj[e]);
-      out.emplace_back(fmt::format("layer {} expert {} down", l, e), &L.expert_down_proj[e]);
+      out.emplace_back(fmt::format("layer {} expert {} gate", l, e), L.expert_gate_proj[e]);
+      out.emplace_back(fmt::format("layer {} expert {} up", l, e), L.expert_up_proj[e]);
+      out.emplace_back(fmt::format("layer {} expert {} down", l, e), L.expert_down_proj[e]);
+    }
+    if (L.experts_gate_up.empty()) continue;
+    const int64_t ie = L.experts_gate_up.dim(1) / 2;
+    for (int64_t e = 0; e < L.experts_gate_up.dim(0); ++e) {
+      out.emplace_back(fmt::format("layer {} expert {} gate", l, e), rows(L.experts_gate_up, e, 0, ie));
+      out.emplace_back(fmt::format("layer {} expert {} up", l, e), rows(L.experts_gate_up, e, ie, ie));
+      out.emplace_back(fmt::format("layer {} expert {} down", l, e), rows(L.experts_down, e, 0, L.experts_down.dim(1)));
     }
   }
   return out;
@@ -241,17 +257,18 @@ TEST_P(GgufHybridRoundTripTest, GivesTheCheckpointWeights) {
       EXPECT_EQ(std::tie(a.linear_num_key_heads, a.linear_num_value_heads, a.linear_key_head_dim,
                          a.linear_value_head_dim, a.linear_conv_kernel_dim, a.num_experts, a.num_experts_per_tok,
                          a.moe_intermediate_size, a.shared_expert_intermediate_size, a.intermediate_size,
-                         a.tie_word_embeddings, a.grouped_gdn_projections, a.fused_experts),
+                         a.tie_word_embeddings, a.grouped_gdn_projections),
                 std::tie(b.linear_num_key_heads, b.linear_num_value_heads, b.linear_key_head_dim,
                          b.linear_value_head_dim, b.linear_conv_kernel_dim, b.num_experts, b.num_experts_per_tok,
                          b.moe_intermediate_size, b.shared_expert_intermediate_size, b.intermediate_size,
-                         b.tie_word_embeddings, b.grouped_gdn_projections, b.fused_experts))
+                         b.tie_word_embeddings, b.grouped_gdn_projections))
           << tag;
+      EXPECT_FALSE(b.fused_experts) << tag;  // GGUF experts bind one linear each (gguf_config.cc)
       EXPECT_DOUBLE_EQ(a.partial_rotary_factor, b.partial_rotary_factor) << tag;
       auto va = AllViews(hf.weights), vb = AllViews(gg.weights);
       ASSERT_EQ(va.size(), vb.size()) << tag;
       for (size_t i = 0; i < va.size(); ++i) {
-        const TensorView &x = *va[i].second, &y = *vb[i].second;
+        const TensorView &x = va[i].second, &y = vb[i].second;
         ASSERT_EQ(x.shape, y.shape) << tag << " " << va[i].first;
         ASSERT_EQ(x.empty(), y.empty()) << tag << " " << va[i].first;
         if (x.empty()) continue;
@@ -273,7 +290,58 @@ TEST_P(GgufHybridRoundTripTest, GivesTheCheckpointWeights) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, GgufHybridRoundTripTest,
-                         ::testing::Values("qwen3.5-tiny", "qwen3.5-moe-tiny", "qwen3-next-tiny"),
+                         ::testing::Values("qwen3.5-tiny", "qwen3.5-moe-tiny", "qwen3-next-tiny", "qwen3-moe-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return name;
+                         });
+
+// k-quant hybrid and Qwen3-MoE GGUFs (Q4_K_M of presets whose rows are 256-multiples) bind their matrices
+// and expert slices as the file's k-quant blocks; each one, dequantized and put back in
+// logical column order (TensorView::column_order: Qwen3.5's GDN out_proj keeps the file's
+// tiled value-head order), equals what --dtype float32 loads, bit for bit.
+class GgufHybridKQuantTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GgufHybridKQuantTest, MatricesStayQuantizedAndEqualTheDequantizedLoad) {
+  const char* preset = GetParam();
+  GgufConvertOptions options;
+  options.model_dir = TinyDir(preset);
+  options.outfile = fmt::format("{}/hybrid_{}_q4_k_m.gguf", ::testing::TempDir(), preset);
+  options.quantize = GgufFileType::kQ4_K_M;
+  ASSERT_TRUE(ConvertToGguf(options).ok());
+  LoadedModel quant = Load(options.outfile, "auto"), f32 = Load(options.outfile, "float32");
+  auto vq = AllViews(quant.weights), vf = AllViews(f32.weights);
+  ASSERT_EQ(vq.size(), vf.size());
+  int num_quantized = 0, num_reordered = 0, num_experts = 0;
+  for (size_t i = 0; i < vq.size(); ++i) {
+    const TensorView &q = vq[i].second, &f = vf[i].second;
+    ASSERT_EQ(q.shape, f.shape) << vq[i].first;
+    if (q.empty() || !IsPackedQuant(q.dtype)) continue;
+    ++num_quantized;
+    num_experts += vq[i].first.find("expert") != std::string::npos ? 1 : 0;
+    ASSERT_EQ(q.rank(), 2) << vq[i].first;
+    const int64_t rows = q.dim(0), cols = q.dim(1);
+    std::vector<float> row(static_cast<size_t>(cols)), logical(static_cast<size_t>(cols));
+    if (!q.column_order.empty()) ++num_reordered;
+    for (int64_t r = 0; r < rows; ++r) {
+      DequantizeRowKQuant(q.dtype, static_cast<const std::byte*>(q.data) + DTypeBytes(q.dtype, r * cols), cols,
+                          row.data());
+      for (int64_t j = 0; j < cols; ++j) {
+        logical[static_cast<size_t>(q.column_order.empty() ? j : q.column_order[static_cast<size_t>(j)])] = row[static_cast<size_t>(j)];
+      }
+      ASSERT_EQ(std::memcmp(logical.data(), f.as<float>() + r * cols, static_cast<size_t>(cols) * sizeof(float)), 0)
+          << preset << " " << vq[i].first << " row " << r;
+    }
+  }
+  EXPECT_GT(num_quantized, 10) << preset;
+  // The GDN out_proj of every linear-attention layer; Qwen3-MoE has none.
+  EXPECT_EQ(num_reordered > 0, quant.config.is_hybrid()) << preset;
+  if (quant.config.num_experts > 0) EXPECT_EQ(num_experts, 3 * quant.config.num_experts * 4) << preset;
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, GgufHybridKQuantTest,
+                         ::testing::Values("qwen3.5-tiny-k", "qwen3.5-moe-tiny-k", "qwen3-moe-tiny-k"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';

@@ -27,6 +27,8 @@ std::optional<DType> KQuantDType(GgmlType type) {
   if (type == GgmlType::kQ5_K) return DType::kQ5_K;
   if (type == GgmlType::kQ4_0) return DType::kQ4_0;
   if (type == GgmlType::kQ5_0) return DType::kQ5_0;
+  if (type == GgmlType::kQ4_1) return DType::kQ4_1;
+  if (type == GgmlType::kQ5_1) return DType::kQ5_1;
   if (type == GgmlType::kIQ4_NL) return DType::kIQ4_NL;
   if (type == GgmlType::kIQ4_XS) return DType::kIQ4_XS;
   if (type == GgmlType::kQ6_K) return DType::kQ6_K;
@@ -114,8 +116,8 @@ StatusOr<std::unique_ptr<GgufTensorSource>> GgufTensorSource::Create(std::shared
   PAGELLM_ASSIGN_OR_RETURN(std::string arch, gguf->GetString("general.architecture"));
   std::unique_ptr<GgufTensorSource> source(new GgufTensorSource());
   source->gguf_ = std::move(gguf);
-  if (IsHybridGgufArch(arch)) {
-    PAGELLM_RETURN_IF_ERROR(source->AddHybridTensors(arch, dtype));
+  if (UsesGgufTensorPlans(arch)) {
+    PAGELLM_RETURN_IF_ERROR(source->AddPlannedTensors(arch, dtype));
     return source;
   }
   std::vector<std::string> skipped;
@@ -146,7 +148,8 @@ Status GgufTensorSource::MakeEntry(const GgufTensorInfo& info, std::optional<DTy
                                    bool keep_kquant) {
   entry.gguf_name = info.name;
   entry.view.shape = info.TorchShape();
-  const std::optional<DType> kquant = keep_kquant && entry.view.shape.size() == 2 ? KQuantDType(info.type) : std::nullopt;
+  const size_t rank = entry.view.shape.size();
+  const std::optional<DType> kquant = keep_kquant && (rank == 2 || rank == 3) ? KQuantDType(info.type) : std::nullopt;
   const DType natural = kquant.value_or(NaturalDType(info.type));
   const DType dtype = target.value_or(natural);
   entry.view.dtype = dtype;
@@ -169,14 +172,16 @@ Status GgufTensorSource::MakeEntry(const GgufTensorInfo& info, std::optional<DTy
   return OkStatus();
 }
 
-Status GgufTensorSource::AddHybridTensors(const std::string& arch, std::optional<DType> target) {
+Status GgufTensorSource::AddPlannedTensors(const std::string& arch, std::optional<DType> target) {
   PAGELLM_ASSIGN_OR_RETURN(ModelConfig config, ModelConfigFromGguf(*gguf_));
   PAGELLM_ASSIGN_OR_RETURN(std::vector<GgufTensorPlan> plans, HybridHfPlans(config, arch));
-  // The file's tensors in their natural dtypes (zero-copy where possible), by GGUF name.
+  // The file's tensors in their natural dtypes (zero-copy where possible), by GGUF name;
+  // k-quant matrices and expert stacks stay quantized (an explicit --dtype dequantizes them
+  // once the plans have cut them, straight to float32: ConvertEntry).
   std::map<std::string, Entry> raw;
   for (const GgufTensorInfo& info : gguf_->tensors()) {
     Entry e;
-    PAGELLM_RETURN_IF_ERROR(MakeEntry(info, std::nullopt, e));
+    PAGELLM_RETURN_IF_ERROR(MakeEntry(info, std::nullopt, e, /*keep_kquant=*/true));
     raw[info.name] = std::move(e);
   }
   for (const GgufTensorPlan& plan : plans) {
@@ -203,10 +208,35 @@ Status GgufTensorSource::AddHybridTensors(const std::string& arch, std::optional
     }
     Entry entry;
     entry.gguf_name = fmt::format("{}", fmt::join(plan.inputs, "+"));
+    const std::optional<int64_t> first_row = plan.ContiguousRowsStart();
+    const bool reorders_quant_columns = !target && IsPackedQuant(inputs[0]->dtype) && inputs.size() == 1 &&
+                                        plan.op == GgufValueOp::kNone && !plan.col_perm.empty() &&
+                                        PlanOutputDType(plan, inputs[0]->dtype) != inputs[0]->dtype;
     if (plan.IsIdentity() && inputs[0]->numel() == TensorView{nullptr, DType::kF32, plan.shape}.numel()) {
       entry.view = *inputs[0];
       entry.view.shape = plan.shape;
       entry.buffer = raw[plan.inputs[0]].buffer;
+    } else if (first_row.has_value()) {
+      // Rows of one input in order (one expert of a stack): a view of its bytes, no copy.
+      entry.view = *inputs[0];
+      entry.view.data = static_cast<std::byte*>(inputs[0]->data) + DTypeBytes(inputs[0]->dtype, *first_row * plan.row_len());
+      entry.view.shape = plan.shape;
+      entry.buffer = raw[plan.inputs[0]].buffer;
+    } else if (reorders_quant_columns) {
+      // Columns reordered across k-quant blocks (Qwen3.5's GDN out_proj when key and value
+      // head counts differ): keep the file's column order and let the linear gather its
+      // input instead (TensorView::column_order), so the matrix stays quantized.
+      GgufTensorPlan rows_only = plan;
+      rows_only.col_perm.clear();
+      entry.view = TensorView{nullptr, inputs[0]->dtype, plan.shape};
+      entry.buffer = AllocateAligned(entry.view.nbytes());
+      entry.view.data = entry.buffer.get();
+      converted_bytes_ += entry.view.nbytes();
+      PAGELLM_RETURN_IF_ERROR(RunPlan(rows_only, inputs, entry.view));
+      auto order = std::make_shared<std::vector<int32_t>>(plan.col_perm.size());
+      for (size_t c = 0; c < plan.col_perm.size(); ++c) (*order)[static_cast<size_t>(plan.col_perm[c])] = static_cast<int32_t>(c);
+      entry.view.column_order = *order;
+      entry.column_order = std::move(order);
     } else {
       DType dtype = PlanOutputDType(plan, inputs[0]->dtype);
       for (const TensorView* in : inputs) dtype = in->dtype == inputs[0]->dtype ? dtype : DType::kF32;
@@ -231,6 +261,15 @@ Status GgufTensorSource::ConvertEntry(DType target, Entry& entry) {
     std::vector<float> f32(static_cast<size_t>(n));
     PAGELLM_RETURN_IF_ERROR(Dequantize(GgmlType::kQ8_0, {static_cast<const std::byte*>(entry.view.data),
                                                          DTypeBytes(DType::kQ8_0, n)}, n, f32.data()));
+    ConvertTensor(TensorView{f32.data(), DType::kF32, entry.view.shape}, dst);
+  } else if (IsPackedQuant(entry.view.dtype)) {
+    PAGELLM_CHECK(entry.view.column_order.empty());  // only made without a target dtype
+    const int64_t n = entry.view.numel(), row = entry.view.shape.back();
+    std::vector<float> f32(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n / row; ++r) {
+      DequantizeRowKQuant(entry.view.dtype, static_cast<const std::byte*>(entry.view.data) + DTypeBytes(entry.view.dtype, r * row),
+                          row, f32.data() + r * row);
+    }
     ConvertTensor(TensorView{f32.data(), DType::kF32, entry.view.shape}, dst);
   } else {
     ConvertTensor(entry.view, dst);
@@ -261,6 +300,7 @@ std::vector<std::shared_ptr<const void>> GgufTensorSource::Storage() const {
   std::vector<std::shared_ptr<const void>> storage = {gguf_};
   for (const auto& [name, entry] : tensors_) {
     if (entry.buffer) storage.push_back(entry.buffer);
+    if (entry.column_order) storage.push_back(entry.column_order);
   }
   return storage;
 }

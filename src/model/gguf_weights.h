@@ -61,16 +61,17 @@ class GgufTensorSource final : public TensorSource {
     TensorView view;
     std::string gguf_name;
     std::shared_ptr<void> buffer;  // null for views into the file
+    std::shared_ptr<const std::vector<int32_t>> column_order;  // behind view.column_order, if set
   };
   GgufTensorSource() = default;
   Status AddTensor(const GgufTensorInfo& info, const std::string& hf_name, std::optional<DType> dtype);
   // `info` as an entry of dtype `target` (default: its natural dtype), zero-copy when possible.
-  // keep_kquant: a 2-D Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / IQ4_NL tensor stays in the mapping as its DType (the
-  // backends run it natively) unless `target` asks for a float dtype.
+  // keep_kquant: a 2-D (or 3-D expert stack) Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / IQ4_NL tensor stays in the
+  // mapping as its DType (the backends run it natively) unless `target` asks for a float dtype.
   Status MakeEntry(const GgufTensorInfo& info, std::optional<DType> target, Entry& entry, bool keep_kquant = false);
-  // Hybrid archs: every HF tensor of the file's config from the inverse plans
+  // Qwen3-MoE and hybrid archs: every HF tensor of the file's config from the inverse plans
   // (model/gguf_hybrid_plan.h), then converted to `target` if given.
-  Status AddHybridTensors(const std::string& arch, std::optional<DType> target);
+  Status AddPlannedTensors(const std::string& arch, std::optional<DType> target);
   Status ConvertEntry(DType target, Entry& entry);
 
   std::shared_ptr<const GgufFile> gguf_;

@@ -14,8 +14,10 @@ Status CheckWeightShape(const TensorView& t, const std::vector<int64_t>& want, c
                                             ShapeToString(want)));
   }
   // Block-quantized weights go to the backend's linears: Q8_0 for matrices and stacked
-  // experts, the other GGUF block types (kept in place for 2-D tensors only) for matrices.
-  const bool q8_0_ok = (t.dtype == DType::kQ8_0 && want.size() >= 2) || (IsPackedQuant(t.dtype) && want.size() == 2);
+  // experts, the other GGUF block types (kept in place for 2-D tensors only) and Q8_S (HF
+  // int8 checkpoints) for matrices.
+  const bool q8_0_ok = (t.dtype == DType::kQ8_0 && want.size() >= 2) ||
+                       ((IsPackedQuant(t.dtype) || t.dtype == DType::kQ8_S) && want.size() == 2);
   if (t.dtype != DType::kBF16 && t.dtype != DType::kF16 && t.dtype != DType::kF32 && !q8_0_ok) {
     return InvalidArgumentError(fmt::format("weight {} has unsupported dtype {}", name, DTypeName(t.dtype)));
   }
