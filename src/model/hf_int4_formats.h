@@ -8,7 +8,8 @@
 //   GPTQ         P.qweight int32 [K/8, N]: nibble j of [i, n] = code of input k = 8i + j;
 //                P.qzeros int32 [K/G, N/8]: nibble j of [g, c] = zero of n = 8c + j, stored
 //                minus 1 in checkpoint_format "gptq" (v1), as is in "gptq_v2"; P.scales
-//                [K/G, N]; optional P.g_idx int32 [K] that must be k / G (act-order refused).
+//                [K/G, N]; optional P.g_idx int32 [K], the group of each input (act-order:
+//                any order, each group a multiple of 32 columns; ReadActOrder).
 //   compressed-  P.weight_packed int32 [N, K/8]: nibble j of [n, c] = code of k = 8c + j (signed
 //   tensors      int4 + 8); P.weight_scale [N, K/G]; P.weight_shape int32/int64 {N, K};
 //                asymmetric: P.weight_zero_point int32 [ceil(N/8), K/G], nibble j of [r, g] =
@@ -18,21 +19,19 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "model/hf_int4_linear.h"
 #include "model/hf_quant_config.h"
+#include "model/hf_quant_tensors.h"
 #include "model/tensor_source.h"
 
 namespace pagellm {
 
-// The tensor a module `P` of `method` has when it is quantized ("qweight" / "weight_packed").
-std::string_view Int4MarkerSuffix(HfQuantMethod method);
-
-// Every tensor suffix a quantized module of `method` may store (consumed by the repacking).
-const std::vector<std::string>& Int4TensorSuffixes(HfQuantMethod method);
+// Where an int4 module of `method` (awq, gptq or compressed-tensors) keeps its tensors:
+// marker "qweight" / "weight_packed", and every suffix the repacking consumes.
+HfModuleLayout Int4Layout(HfQuantMethod method);
 
 // Reads module `prefix` ("model.layers.0.self_attn.q_proj", no trailing dot) of `source`.
 // The returned reader borrows `source`'s tensors: use it while `source` lives.

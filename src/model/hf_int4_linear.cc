@@ -1,23 +1,18 @@
 #include "model/hf_int4_linear.h"
 
-#include <algorithm>
+#include <cstring>
+#include <span>
 
 #include <fmt/format.h>
 
 #include "model/convert.h"
+#include "model/hf_quant_tensors.h"
 #include "model/tensor_source.h"
 #include "tensor/element_access.h"
 #include "tensor/half.h"
 #include "tensor/kquant_blocks.h"
 
 namespace pagellm {
-namespace {
-
-// Rows decoded at once per thread: their codes sit in a scratch of kTileRows * k bytes,
-// and AWQ / GPTQ, which store a row's codes strided, then read whole cache lines.
-constexpr int64_t kTileRows = 64;
-
-}  // namespace
 
 StatusOr<int64_t> ResolveQ4_ZGroup(const std::string& tensor, int64_t k, int64_t group) {
   if (k % 32 != 0) {
@@ -35,10 +30,7 @@ StatusOr<int64_t> ResolveQ4_ZGroup(const std::string& tensor, int64_t k, int64_t
 
 StatusOr<std::vector<uint16_t>> ReadScalesAsF16(const TensorView& t, const std::string& tensor, int64_t n,
                                                 int64_t groups, bool groups_first) {
-  if (t.dtype != DType::kF16 && t.dtype != DType::kBF16 && t.dtype != DType::kF32) {
-    return InvalidArgumentError(fmt::format("{} has dtype {}; expected f16, bf16 or f32 scales", tensor,
-                                            DTypeName(t.dtype)));
-  }
+  PAGELLM_RETURN_IF_ERROR(ExpectFloatScales(t, tensor));
   std::vector<uint16_t> out(static_cast<size_t>(n * groups));
   for (int64_t row = 0; row < n; ++row) {
     for (int64_t g = 0; g < groups; ++g) {
@@ -56,30 +48,70 @@ StatusOr<std::vector<uint16_t>> ReadScalesAsF16(const TensorView& t, const std::
   return out;
 }
 
+Status ReadActOrder(const TensorSource& source, const std::string& name, Int4Linear& linear) {
+  const TensorView* g_idx = source.Find(name);
+  if (g_idx == nullptr) return OkStatus();
+  const int64_t k = linear.k, groups = linear.groups();
+  PAGELLM_RETURN_IF_ERROR(ExpectTensor(*g_idx, name, DType::kI32, {k}));
+  const auto* idx = g_idx->as<const int32_t>();
+  // A stable counting sort by group: offsets[g] is where group g's run starts.
+  std::vector<int64_t> offsets(static_cast<size_t>(groups + 1), 0);
+  for (int64_t c = 0; c < k; ++c) {
+    if (idx[c] < 0 || idx[c] >= groups) {
+      return InvalidArgumentError(fmt::format("tensor '{}': g_idx[{}] = {} is not one of the {} groups of the scales",
+                                              name, c, idx[c], groups));
+    }
+    ++offsets[static_cast<size_t>(idx[c]) + 1];
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t members = offsets[static_cast<size_t>(g) + 1];
+    if (members % 32 != 0) {
+      return InvalidArgumentError(fmt::format(
+          "tensor '{}': act-order group {} has {} input columns; q4_z needs every group to fill whole 32-column "
+          "blocks (group_size {} each, as GPTQ writes them)", name, g, members, linear.group));
+    }
+    offsets[static_cast<size_t>(g) + 1] += offsets[static_cast<size_t>(g)];
+  }
+  std::vector<int32_t> order(static_cast<size_t>(k));
+  for (int64_t c = 0; c < k; ++c) order[static_cast<size_t>(offsets[static_cast<size_t>(idx[c])]++)] = static_cast<int32_t>(c);
+  linear.block_groups.resize(static_cast<size_t>(k / 32));
+  for (int64_t b = 0; b < k / 32; ++b) linear.block_groups[static_cast<size_t>(b)] = idx[order[static_cast<size_t>(32 * b)]];
+  bool identity = true;
+  for (int64_t j = 0; j < k && identity; ++j) identity = order[static_cast<size_t>(j)] == j;
+  if (!identity) linear.column_order = std::move(order);
+  return OkStatus();
+}
+
 TensorView PackQ4_Z(const Int4Linear& linear, std::shared_ptr<void>& buffer) {
   const int64_t n = linear.n, k = linear.k, blocks_per_row = k / 32, groups = linear.groups();
   TensorView out{nullptr, DType::kQ4_Z, {n, k}};
-  buffer = AllocateAligned(out.nbytes());
+  // The blocks (20 bytes each, so the order after them is int32-aligned), then the order.
+  const size_t order_bytes = linear.column_order.size() * sizeof(int32_t);
+  buffer = AllocateAligned(out.nbytes() + order_bytes);
   out.data = buffer.get();
+  if (order_bytes != 0) {
+    auto* order = reinterpret_cast<int32_t*>(static_cast<std::byte*>(buffer.get()) + out.nbytes());
+    std::memcpy(order, linear.column_order.data(), order_bytes);
+    out.column_order = std::span<const int32_t>(order, linear.column_order.size());
+  }
   auto* blocks = static_cast<BlockQ4_Z*>(out.data);
-  ParallelFor(n, kTileRows, [&](int64_t begin, int64_t end) {
-    std::vector<uint8_t> codes(static_cast<size_t>(kTileRows * k));
-    for (int64_t row0 = begin; row0 < end; row0 += kTileRows) {
-      const int64_t rows = std::min(kTileRows, end - row0);
-      linear.read_codes(row0, rows, codes.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t row = row0 + r;
-        const uint8_t* c = codes.data() + r * k;
-        for (int64_t b = 0; b < blocks_per_row; ++b) {
-          BlockQ4_Z& block = blocks[row * blocks_per_row + b];
-          const size_t g = static_cast<size_t>(row * groups + 32 * b / linear.group);
-          block.d = linear.scales[g];
-          block.z = linear.zeros[g];
-          block.reserved = 0;
-          const uint8_t* q = c + 32 * b;
-          for (int j = 0; j < 16; ++j) block.qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
-        }
-      }
+  ForEachDecodedRow<uint8_t>(n, k, linear.read_codes, [&](int64_t row, const uint8_t* c) {
+    thread_local std::vector<uint8_t> stored;
+    if (!linear.column_order.empty()) {  // act-order: the row's codes in the stored column order
+      stored.resize(static_cast<size_t>(k));
+      for (int64_t j = 0; j < k; ++j) stored[static_cast<size_t>(j)] = c[linear.column_order[static_cast<size_t>(j)]];
+      c = stored.data();
+    }
+    for (int64_t b = 0; b < blocks_per_row; ++b) {
+      BlockQ4_Z& block = blocks[row * blocks_per_row + b];
+      const int64_t group = linear.block_groups.empty() ? 32 * b / linear.group
+                                                        : linear.block_groups[static_cast<size_t>(b)];
+      const size_t g = static_cast<size_t>(row * groups + group);
+      block.d = linear.scales[g];
+      block.z = linear.zeros[g];
+      block.reserved = 0;
+      const uint8_t* q = c + 32 * b;
+      for (int j = 0; j < 16; ++j) block.qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
     }
   });
   return out;

@@ -1,64 +1,16 @@
 #include "model/hf_quant_config.h"
 
-#include <algorithm>
 #include <optional>
 #include <regex>
 
 #include <fmt/format.h>
 
+#include "model/hf_ascend_config.h"
+#include "model/hf_compressed_tensors_config.h"
+#include "model/hf_quant_json.h"
+
 namespace pagellm {
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-// The first of `keys` present (and not null) in `j`; AWQ configs spell bits "w_bit" or
-// "bits" depending on the tool that wrote them.
-const Json* FindKey(const Json& j, std::initializer_list<const char*> keys) {
-  for (const char* key : keys) {
-    auto it = j.find(key);
-    if (it != j.end() && !it->is_null()) return &*it;
-  }
-  return nullptr;
-}
-
-StatusOr<std::optional<int64_t>> IntKey(const Json& j, std::initializer_list<const char*> keys,
-                                        const std::string& where) {
-  const Json* v = FindKey(j, keys);
-  if (v == nullptr) return std::optional<int64_t>();
-  if (!v->is_number_integer()) {
-    return InvalidArgumentError(fmt::format("{}.{} must be an integer, got {}", where, *keys.begin(), v->dump()));
-  }
-  return std::optional<int64_t>(v->get<int64_t>());
-}
-
-StatusOr<std::optional<bool>> BoolKey(const Json& j, const char* key, const std::string& where) {
-  const Json* v = FindKey(j, {key});
-  if (v == nullptr) return std::optional<bool>();
-  if (!v->is_boolean()) return InvalidArgumentError(fmt::format("{}.{} must be true or false, got {}", where, key, v->dump()));
-  return std::optional<bool>(v->get<bool>());
-}
-
-StatusOr<std::optional<std::string>> StringKey(const Json& j, const char* key, const std::string& where) {
-  const Json* v = FindKey(j, {key});
-  if (v == nullptr) return std::optional<std::string>();
-  if (!v->is_string()) return InvalidArgumentError(fmt::format("{}.{} must be a string, got {}", where, key, v->dump()));
-  return std::optional<std::string>(v->get<std::string>());
-}
-
-StatusOr<std::vector<std::string>> StringListKey(const Json& j, const char* key, const std::string& where) {
-  std::vector<std::string> out;
-  const Json* v = FindKey(j, {key});
-  if (v == nullptr) return out;
-  if (!v->is_array()) return InvalidArgumentError(fmt::format("{}.{} must be a list of strings", where, key));
-  for (const Json& item : *v) {
-    if (!item.is_string()) return InvalidArgumentError(fmt::format("{}.{} must be a list of strings", where, key));
-    out.push_back(item.get<std::string>());
-  }
-  return out;
-}
 
 // -1 (one group per row) or a positive size.
 Status CheckGroupSize(int64_t group_size, const std::string& where) {
@@ -70,176 +22,129 @@ StatusOr<HfQuantConfig> ParseAwq(const Json& q) {
   const std::string where = "quantization_config (awq)";
   HfQuantConfig c;
   c.method = HfQuantMethod::kAwq;
-  PAGELLM_ASSIGN_OR_RETURN(auto bits, IntKey(q, {"bits", "w_bit"}, where));
+  PAGELLM_ASSIGN_OR_RETURN(auto bits, HfIntKey(q, {"bits", "w_bit"}, where));
   if (!bits) return InvalidArgumentError(where + " has no 'bits' (or 'w_bit')");
   if (*bits != 4) {  // vLLM's wording
     return InvalidArgumentError(fmt::format(
         "Currently, only 4-bit weight quantization is supported for AWQ, but got {} bits.", *bits));
   }
-  PAGELLM_ASSIGN_OR_RETURN(auto group, IntKey(q, {"group_size", "q_group_size"}, where));
+  PAGELLM_ASSIGN_OR_RETURN(auto group, HfIntKey(q, {"group_size", "q_group_size"}, where));
   if (!group) return InvalidArgumentError(where + " has no 'group_size' (or 'q_group_size')");
   PAGELLM_RETURN_IF_ERROR(CheckGroupSize(*group, where));
   c.group_size = *group;
-  PAGELLM_ASSIGN_OR_RETURN(auto zero_point, BoolKey(q, "zero_point", where));
+  PAGELLM_ASSIGN_OR_RETURN(auto zero_point, HfBoolKey(q, "zero_point", where));
   if (zero_point.has_value() && !*zero_point) {
     return InvalidArgumentError(where + ": zero_point false is not supported (AWQ GEMM checkpoints carry qzeros)");
   }
-  PAGELLM_ASSIGN_OR_RETURN(auto version, StringKey(q, "version", where));
-  const std::string v = Lower(version.value_or("gemm"));
+  PAGELLM_ASSIGN_OR_RETURN(auto version, HfStringKey(q, "version", where));
+  const std::string v = HfLower(version.value_or("gemm"));
   if (v != "gemm") {
     return InvalidArgumentError(fmt::format(
         "{}: version '{}' is not supported; only AWQ 'gemm' checkpoints (AutoAWQ's default packing) load", where,
         *version));
   }
-  PAGELLM_ASSIGN_OR_RETURN(c.ignore, StringListKey(q, "modules_to_not_convert", where));
+  PAGELLM_ASSIGN_OR_RETURN(c.ignore, HfStringListKey(q, "modules_to_not_convert", where));
   return c;
+}
+
+// GPTQ 8-bit becomes q8_s, which holds one scale per output row and signed codes: so only
+// symmetric (zero 128) per-channel (group_size -1) checkpoints. (A row whose groups all
+// happen to share one scale would fit too; real GPTQ groups never do.)
+Status CheckGptqInt8(const HfQuantConfig& c, const std::string& where) {
+  if (!c.symmetric) {
+    return InvalidArgumentError(fmt::format(
+        "{}: GPTQ 8-bit with sym false (asymmetric zero points) is not supported; q8_s holds symmetric int8 codes, "
+        "so only sym true 8-bit GPTQ loads", where));
+  }
+  if (c.group_size != -1) {
+    return InvalidArgumentError(fmt::format(
+        "{}: GPTQ 8-bit with group_size {} is not supported; q8_s keeps one scale per output row, so only "
+        "group_size -1 (per-channel) 8-bit GPTQ loads", where, c.group_size));
+  }
+  return OkStatus();
 }
 
 StatusOr<HfQuantConfig> ParseGptq(const Json& q) {
   const std::string where = "quantization_config (gptq)";
   HfQuantConfig c;
   c.method = HfQuantMethod::kGptq;
-  PAGELLM_ASSIGN_OR_RETURN(auto bits, IntKey(q, {"bits"}, where));
+  PAGELLM_ASSIGN_OR_RETURN(auto bits, HfIntKey(q, {"bits"}, where));
   if (!bits) return InvalidArgumentError(where + " has no 'bits'");
-  if (*bits == 8) {
-    return InvalidArgumentError(
-        "GPTQ 8-bit checkpoints (quantization_config.bits 8) are not supported yet; only 4-bit GPTQ loads");
+  if (*bits != 4 && *bits != 8) {
+    return InvalidArgumentError(fmt::format("GPTQ bits {} is not supported; only 4-bit and 8-bit GPTQ checkpoints load",
+                                            *bits));
   }
-  if (*bits != 4) {
-    return InvalidArgumentError(fmt::format("GPTQ bits {} is not supported; only 4-bit GPTQ checkpoints load", *bits));
-  }
-  PAGELLM_ASSIGN_OR_RETURN(auto group, IntKey(q, {"group_size"}, where));
+  c.bits = static_cast<int>(*bits);
+  PAGELLM_ASSIGN_OR_RETURN(auto group, HfIntKey(q, {"group_size"}, where));
   if (!group) return InvalidArgumentError(where + " has no 'group_size'");
   PAGELLM_RETURN_IF_ERROR(CheckGroupSize(*group, where));
   c.group_size = *group;
-  PAGELLM_ASSIGN_OR_RETURN(auto sym, BoolKey(q, "sym", where));
+  PAGELLM_ASSIGN_OR_RETURN(auto sym, HfBoolKey(q, "sym", where));
   c.symmetric = sym.value_or(true);
-  PAGELLM_ASSIGN_OR_RETURN(auto desc_act, BoolKey(q, "desc_act", where));
+  PAGELLM_ASSIGN_OR_RETURN(auto desc_act, HfBoolKey(q, "desc_act", where));
   c.desc_act = desc_act.value_or(false);
-  PAGELLM_ASSIGN_OR_RETURN(auto format, StringKey(q, "checkpoint_format", where));
-  const std::string f = Lower(format.value_or("gptq"));
+  PAGELLM_ASSIGN_OR_RETURN(auto format, HfStringKey(q, "checkpoint_format", where));
+  const std::string f = HfLower(format.value_or("gptq"));
   if (f != "gptq" && f != "gptq_v2") {
     return InvalidArgumentError(fmt::format(
         "{}: checkpoint_format '{}' is not supported (gptq or gptq_v2)", where, *format));
   }
   c.gptq_v2 = f == "gptq_v2";
-  PAGELLM_ASSIGN_OR_RETURN(auto lm_head, BoolKey(q, "lm_head", where));
+  PAGELLM_ASSIGN_OR_RETURN(auto lm_head, HfBoolKey(q, "lm_head", where));
   if (lm_head.value_or(false)) {
     return InvalidArgumentError(where + ": a quantized lm_head (lm_head true) is not supported");
   }
-  if (const Json* dynamic = FindKey(q, {"dynamic"}); dynamic != nullptr && !dynamic->empty()) {
+  if (const Json* dynamic = HfFindKey(q, {"dynamic"}); dynamic != nullptr && !dynamic->empty()) {
     return InvalidArgumentError(where + ": per-module overrides ('dynamic') are not supported");
   }
-  PAGELLM_ASSIGN_OR_RETURN(c.ignore, StringListKey(q, "modules_to_not_convert", where));
+  if (c.bits == 8) {
+    PAGELLM_RETURN_IF_ERROR(CheckGptqInt8(c, where));
+    c.scheme = "W8A16";
+    c.run_note = "GPTQ 8-bit is weight-only (vLLM keeps activations float); pagellm runs it as W8A8, quantizing "
+                 "each linear's input to int8 per token";
+  }
+  PAGELLM_ASSIGN_OR_RETURN(c.ignore, HfStringListKey(q, "modules_to_not_convert", where));
   return c;
 }
 
-// The weights scheme of one compressed-tensors config group.
-StatusOr<HfQuantConfig> ParseCompressedGroup(const std::string& name, const Json& group,
-                                             const std::string& top_format) {
-  const std::string where = fmt::format("quantization_config.config_groups.{}", name);
-  if (!group.is_object()) return InvalidArgumentError(where + " must be an object");
-  PAGELLM_ASSIGN_OR_RETURN(auto group_format, StringKey(group, "format", where));
-  const std::string format = group_format.value_or(top_format);
-  if (format != "pack-quantized") {
-    const char* what = format == "int-quantized"     ? " (int8 weights and activations, W8A8)"
-                       : format == "float-quantized" ? " (fp8 weights and activations)"
-                                                     : "";
-    return InvalidArgumentError(fmt::format(
-        "compressed-tensors format '{}'{} is not supported; only 'pack-quantized' int4 weight-only (W4A16) "
-        "checkpoints load", format.empty() ? "(none)" : format, what));
-  }
-  for (const char* key : {"input_activations", "output_activations"}) {
-    if (const Json* act = FindKey(group, {key}); act != nullptr) {
-      return InvalidArgumentError(fmt::format(
-          "{}.{} is set ({}): activation quantization is not supported; only weight-only (W4A16) "
-          "compressed-tensors checkpoints load", where, key, act->dump()));
-    }
-  }
-  const Json* weights = FindKey(group, {"weights"});
-  if (weights == nullptr || !weights->is_object()) return InvalidArgumentError(where + " has no 'weights' object");
-  const std::string wwhere = where + ".weights";
+// Qwen's (and DeepSeek-V3's) fp8 checkpoints, as vLLM's Fp8Config reads them.
+StatusOr<HfQuantConfig> ParseFp8(const Json& q) {
+  const std::string where = "quantization_config (fp8)";
   HfQuantConfig c;
-  c.method = HfQuantMethod::kCompressedTensors;
-  PAGELLM_ASSIGN_OR_RETURN(auto bits, IntKey(*weights, {"num_bits"}, wwhere));
-  if (bits.value_or(0) != 4) {
-    return InvalidArgumentError(fmt::format("{}.num_bits {} is not supported; only 4-bit weights load", wwhere,
-                                            bits ? std::to_string(*bits) : "(missing)"));
+  c.method = HfQuantMethod::kFp8;
+  c.bits = 8;
+  c.symmetric = true;
+  c.scheme = "FP8";
+  PAGELLM_ASSIGN_OR_RETURN(auto format, HfStringKey(q, "fmt", where));
+  if (format.has_value() && HfLower(*format) != "e4m3") {
+    return InvalidArgumentError(fmt::format(
+        "{}: fmt '{}' is not supported; only e4m3 (float8_e4m3fn) fp8 checkpoints load", where, *format));
   }
-  PAGELLM_ASSIGN_OR_RETURN(auto type, StringKey(*weights, "type", wwhere));
-  if (type.value_or("int") != "int") {
-    return InvalidArgumentError(fmt::format("{}.type '{}' is not supported; only int weights load", wwhere, *type));
+  PAGELLM_ASSIGN_OR_RETURN(auto activations, HfStringKey(q, "activation_scheme", where));
+  const std::string scheme = activations.value_or("dynamic");
+  if (scheme == "static") {
+    // The weights are dequantized to float and the activations stay float: the calibrated
+    // input scales have nothing to scale, and float activations are the more exact choice.
+    c.run_note = "fp8 activation_scheme static: the checkpoint's input_scale tensors are not used; activations "
+                 "stay in the model's float dtype";
+  } else if (scheme != "dynamic") {
+    return InvalidArgumentError(fmt::format(
+        "{}: activation_scheme '{}' is not supported (dynamic or static)", where, scheme));
   }
-  PAGELLM_ASSIGN_OR_RETURN(auto dynamic, BoolKey(*weights, "dynamic", wwhere));
-  if (dynamic.value_or(false)) return InvalidArgumentError(wwhere + ".dynamic true is not supported for weights");
-  PAGELLM_ASSIGN_OR_RETURN(auto symmetric, BoolKey(*weights, "symmetric", wwhere));
-  c.symmetric = symmetric.value_or(true);
-  PAGELLM_ASSIGN_OR_RETURN(auto strategy, StringKey(*weights, "strategy", wwhere));
-  if (strategy.value_or("") == "channel") {
-    c.group_size = -1;
-  } else if (strategy.value_or("") == "group") {
-    PAGELLM_ASSIGN_OR_RETURN(auto group_size, IntKey(*weights, {"group_size"}, wwhere));
-    if (group_size.value_or(0) <= 0) return InvalidArgumentError(wwhere + ": strategy 'group' needs a positive group_size");
-    c.group_size = *group_size;
-  } else {
-    return InvalidArgumentError(fmt::format("{}.strategy '{}' is not supported (group or channel)", wwhere,
-                                            strategy.value_or("(missing)")));
+  if (const Json* block = HfFindKey(q, {"weight_block_size"}); block != nullptr) {
+    if (!block->is_array() || block->size() != 2 || !(*block)[0].is_number_integer() ||
+        !(*block)[1].is_number_integer() || (*block)[0].get<int64_t>() <= 0 || (*block)[1].get<int64_t>() <= 0) {
+      return InvalidArgumentError(fmt::format("{}: weight_block_size must be two positive integers [rows, columns], "
+                                              "got {}", where, block->dump()));
+    }
+    c.block_n = (*block)[0].get<int64_t>();
+    c.block_k = (*block)[1].get<int64_t>();
   }
-  PAGELLM_ASSIGN_OR_RETURN(auto actorder, StringKey(*weights, "actorder", wwhere));
-  c.desc_act = actorder.value_or("") == "group";
+  PAGELLM_ASSIGN_OR_RETURN(c.ignore, HfStringListKey(q, "ignored_layers", where));
+  PAGELLM_ASSIGN_OR_RETURN(auto not_converted, HfStringListKey(q, "modules_to_not_convert", where));
+  c.ignore.insert(c.ignore.end(), not_converted.begin(), not_converted.end());
   return c;
 }
-
-bool SameWeightScheme(const HfQuantConfig& a, const HfQuantConfig& b) {
-  return a.bits == b.bits && a.group_size == b.group_size && a.symmetric == b.symmetric && a.desc_act == b.desc_act;
-}
-
-StatusOr<HfQuantConfig> ParseCompressedTensors(const Json& q) {
-  const std::string where = "quantization_config (compressed-tensors)";
-  PAGELLM_ASSIGN_OR_RETURN(auto status, StringKey(q, "quantization_status", where));
-  if (status.has_value() && *status != "compressed") {
-    return InvalidArgumentError(fmt::format(
-        "{}: quantization_status '{}' is not supported; only 'compressed' (packed) checkpoints load", where, *status));
-  }
-  if (const Json* kv = FindKey(q, {"kv_cache_scheme"}); kv != nullptr) {
-    return InvalidArgumentError(fmt::format("{}: kv_cache_scheme {} is not supported", where, kv->dump()));
-  }
-  if (const Json* sparsity = FindKey(q, {"sparsity_config"}); sparsity != nullptr && !sparsity->empty()) {
-    const Json* format = sparsity->is_object() ? FindKey(*sparsity, {"format"}) : nullptr;
-    if (format == nullptr || !format->is_string() || format->get<std::string>() != "dense") {
-      return InvalidArgumentError(fmt::format("{}: sparsity_config {} is not supported", where, sparsity->dump()));
-    }
-  }
-  PAGELLM_ASSIGN_OR_RETURN(auto top_format, StringKey(q, "format", where));
-  const Json* groups = FindKey(q, {"config_groups"});
-  if (groups == nullptr || !groups->is_object() || groups->empty()) {
-    return InvalidArgumentError(where + " has no 'config_groups'");
-  }
-  std::optional<HfQuantConfig> scheme;
-  for (const auto& [name, group] : groups->items()) {
-    PAGELLM_ASSIGN_OR_RETURN(HfQuantConfig c, ParseCompressedGroup(name, group, top_format.value_or("")));
-    if (scheme.has_value() && !SameWeightScheme(*scheme, c)) {
-      return InvalidArgumentError(where + ": config_groups with different weight schemes are not supported");
-    }
-    scheme = c;
-  }
-  PAGELLM_ASSIGN_OR_RETURN(scheme->ignore, StringListKey(q, "ignore", where));
-  return *scheme;
-}
-
-}  // namespace
-
-std::string_view HfQuantMethodName(HfQuantMethod method) {
-  switch (method) {
-    case HfQuantMethod::kNone: return "none";
-    case HfQuantMethod::kAwq: return "awq";
-    case HfQuantMethod::kGptq: return "gptq";
-    case HfQuantMethod::kCompressedTensors: return "compressed-tensors";
-  }
-  return "?";
-}
-
-namespace {
 
 // `part` occurs in `module` as whole dot-separated components ("mlp.gate" in
 // "model.layers.0.mlp.gate", not in "...mlp.gate_proj").
@@ -252,54 +157,81 @@ bool ContainsComponents(const std::string& module, const std::string& part) {
   return false;
 }
 
+// compressed-tensors matches with Python's re.match: anchored at the start only.
+bool MatchesCompressedTensorsEntry(const std::string& module, const std::string& entry) {
+  if (entry.rfind("re:", 0) != 0) return module == entry;
+  try {
+    return std::regex_search(module, std::regex(entry.substr(3)), std::regex_constants::match_continuous);
+  } catch (const std::regex_error&) {
+    return false;  // a pattern std::regex cannot read ignores nothing rather than failing the load
+  }
+}
+
 }  // namespace
 
+std::string_view HfQuantMethodName(HfQuantMethod method) {
+  switch (method) {
+    case HfQuantMethod::kNone: return "none";
+    case HfQuantMethod::kAwq: return "awq";
+    case HfQuantMethod::kGptq: return "gptq";
+    case HfQuantMethod::kCompressedTensors: return "compressed-tensors";
+    case HfQuantMethod::kFp8: return "fp8";
+    case HfQuantMethod::kAscend: return "ascend";
+  }
+  return "?";
+}
+
 bool HfQuantConfig::IsIgnored(const std::string& module) const {
+  if (method == HfQuantMethod::kAscend) {
+    auto it = ascend_types.find(module + ".weight");
+    return it != ascend_types.end() && it->second == "FLOAT";
+  }
   for (const std::string& entry : ignore) {
-    if (method != HfQuantMethod::kCompressedTensors) {
-      if (ContainsComponents(module, entry)) return true;
-    } else if (entry.rfind("re:", 0) == 0) {
-      // compressed-tensors matches with Python's re.match: anchored at the start only.
-      try {
-        if (std::regex_search(module, std::regex(entry.substr(3)), std::regex_constants::match_continuous)) return true;
-      } catch (const std::regex_error&) {
-        continue;  // a pattern std::regex cannot read ignores nothing rather than failing the load
-      }
-    } else if (module == entry) {
-      return true;
-    }
+    const bool hit = method == HfQuantMethod::kCompressedTensors ? MatchesCompressedTensorsEntry(module, entry)
+                                                                 : ContainsComponents(module, entry);
+    if (hit) return true;
   }
   return false;
 }
 
 std::string HfQuantConfig::Describe() const {
   if (!quantized()) return "none";
-  std::string s = fmt::format("{} int{} {}", HfQuantMethodName(method), bits,
-                              group_size < 0 ? std::string("channel") : fmt::format("g{}", group_size));
+  if (method == HfQuantMethod::kFp8) {
+    return block_n > 0 ? fmt::format("fp8 e4m3 {}x{} blocks", block_n, block_k) : std::string("fp8 e4m3 per-tensor");
+  }
+  const std::string granularity = tensor_scale ? std::string("tensor")
+                                  : group_size < 0 ? std::string("channel")
+                                                   : fmt::format("g{}", group_size);
+  std::string s = fmt::format("{} int{} {}", HfQuantMethodName(method), bits, granularity);
   if (method != HfQuantMethod::kAwq) s += symmetric ? " sym" : " asym";
   if (method == HfQuantMethod::kGptq && gptq_v2) s += " v2";
   if (desc_act) s += " act-order";
+  if (bits == 8 && !scheme.empty()) s += " " + scheme;
   return s;
 }
 
 StatusOr<HfQuantConfig> ParseHfQuantConfig(const Json& config_json) {
-  const Json* q = config_json.is_object() ? FindKey(config_json, {"quantization_config"}) : nullptr;
+  const Json* q = config_json.is_object() ? HfFindKey(config_json, {"quantization_config"}) : nullptr;
   if (q == nullptr && config_json.is_object()) {
-    if (const Json* text = FindKey(config_json, {"text_config"}); text != nullptr && text->is_object()) {
-      q = FindKey(*text, {"quantization_config"});
+    if (const Json* text = HfFindKey(config_json, {"text_config"}); text != nullptr && text->is_object()) {
+      q = HfFindKey(*text, {"quantization_config"});
     }
   }
   if (q == nullptr) return HfQuantConfig{};
   if (!q->is_object()) return InvalidArgumentError("quantization_config must be an object");
-  PAGELLM_ASSIGN_OR_RETURN(auto method, StringKey(*q, "quant_method", "quantization_config"));
-  if (!method) return InvalidArgumentError("quantization_config has no 'quant_method'");
-  const std::string m = Lower(*method);
+  PAGELLM_ASSIGN_OR_RETURN(auto method, HfStringKey(*q, "quant_method", "quantization_config"));
+  if (!method) {
+    if (LooksLikeAscendDescription(*q)) return ParseAscendDescription(*q, "quantization_config");
+    return InvalidArgumentError("quantization_config has no 'quant_method'");
+  }
+  const std::string m = HfLower(*method);
   if (m == "awq") return ParseAwq(*q);
   if (m == "gptq") return ParseGptq(*q);
-  if (m == "compressed-tensors" || m == "compressed_tensors") return ParseCompressedTensors(*q);
+  if (m == "compressed-tensors" || m == "compressed_tensors") return ParseCompressedTensorsConfig(*q);
+  if (m == "fp8") return ParseFp8(*q);
   return InvalidArgumentError(fmt::format(
       "quantization method '{}' (config.json quantization_config.quant_method) is not supported; pagellm loads "
-      "awq, gptq and compressed-tensors int4 checkpoints", *method));
+      "awq, gptq, compressed-tensors, fp8 and msModelSlim (ascend) checkpoints", *method));
 }
 
 StatusOr<HfQuantConfig> LoadHfQuantConfig(const std::string& dir) {
@@ -307,6 +239,25 @@ StatusOr<HfQuantConfig> LoadHfQuantConfig(const std::string& dir) {
   PAGELLM_ASSIGN_OR_RETURN(Json json, ReadJsonFile(path));
   auto config = ParseHfQuantConfig(json);
   if (!config.ok()) return config.status().WithPrefix(path);
+  PAGELLM_ASSIGN_OR_RETURN(std::optional<std::string> description, FindAscendDescription(dir));
+  if (description.has_value()) {
+    if (config->quantized() && config->method != HfQuantMethod::kAscend) {
+      return InvalidArgumentError(fmt::format(
+          "{}: declares {} quantization, but {} (an msModelSlim description) lies beside it; which one describes "
+          "the weights is ambiguous", path, config->Describe(), *description));
+    }
+    PAGELLM_ASSIGN_OR_RETURN(Json described, ReadJsonFile(*description));
+    return ParseAscendDescription(described, *description);  // errors name the file
+  }
+  if (!config->quantized() && json.is_object()) {
+    // msModelSlim also writes `quantize` into config.json; without the description the
+    // quantized tensors could not be told from float ones.
+    if (const Json* quantize = HfFindKey(json, {"quantize"}); quantize != nullptr && quantize->is_string()) {
+      return InvalidArgumentError(fmt::format(
+          "{}: quantize '{}' marks an msModelSlim (ascend) checkpoint, but {} has no quant_model_description.json",
+          path, quantize->get<std::string>(), dir));
+    }
+  }
   return config;
 }
 

@@ -1,19 +1,24 @@
-// HfQuantTensorSource: a Hugging Face int4 checkpoint (AWQ, GPTQ, compressed-tensors
-// pack-quantized) seen the way weight binding expects it: every quantized linear module P
-// shows one tensor `P.weight` [out_features, in_features] of DType::kQ4_Z, and the
-// tensors it was made of (P.qweight, P.qzeros, P.scales, P.g_idx / P.weight_packed,
-// P.weight_scale, ...) are hidden. Everything else (embeddings, norms, biases, lm_head and
-// any linear kept float) passes through untouched.
+// HfQuantTensorSource: a quantized Hugging Face checkpoint seen the way weight binding
+// expects it: every quantized linear module P shows one tensor `P.weight` [out_features,
+// in_features], and the tensors it was made of are hidden. What P.weight becomes:
+//
+//   int4 (AWQ, GPTQ, compressed-tensors W4A16)                 kQ4_Z, rearranged losslessly
+//   int8 per channel (compressed-tensors W8A8 / W8A16, GPTQ
+//   8-bit, msModelSlim W8A8_DYNAMIC)                           kQ8_S, rearranged losslessly
+//   fp8 (e4m3, block or tensor scales)                         `float_dtype`, dequantized
+//
+// Everything else (embeddings, norms, biases, lm_head and any linear kept float) passes
+// through untouched.
 //
 //   PAGELLM_ASSIGN_OR_RETURN(auto ckpt, SafetensorsCheckpoint::Open(dir));
-//   PAGELLM_ASSIGN_OR_RETURN(auto source, HfQuantTensorSource::Create(*ckpt, quant_config));
+//   PAGELLM_ASSIGN_OR_RETURN(auto source, HfQuantTensorSource::Create(*ckpt, quant_config, DType::kBF16));
 //   PAGELLM_ASSIGN_OR_RETURN(ModelWeights w, BindWeights(config, *source));
 //
-// Which modules are quantized is read off the tensors (a module with P.qweight /
-// P.weight_packed), not off `ignore` / modules_to_not_convert, so a router or lm_head
-// stored float stays float whatever those lists say. The Q4_Z weights live in buffers
-// this source owns (Storage() hands them out); the repacked tensors' file pages are
-// dropped once copied.
+// Which modules are quantized is read off the tensors (a module with the format's marker
+// tensor: P.qweight, P.weight_packed, P.weight_scale, P.weight_scale_inv), not off `ignore`
+// / modules_to_not_convert, so a router or lm_head stored float stays float whatever those
+// lists say. The converted weights live in buffers this source owns (Storage() hands them
+// out); the consumed tensors' file pages are dropped once copied.
 #pragma once
 
 #include <map>
@@ -28,11 +33,17 @@
 
 namespace pagellm {
 
+// The tensor suffix that marks a module of `config`'s format as quantized ("qweight",
+// "weight_packed", "weight_scale" or "weight_scale_inv").
+std::string HfQuantMarkerSuffix(const HfQuantConfig& config);
+
 class HfQuantTensorSource final : public TensorSource {
  public:
-  // Repacks every quantized module of `base` in `config`'s format (config.quantized()).
-  // `base` must outlive the returned source. Errors name the offending tensor.
-  static StatusOr<std::unique_ptr<HfQuantTensorSource>> Create(const TensorSource& base, const HfQuantConfig& config);
+  // Converts every quantized module of `base` in `config`'s format (config.quantized());
+  // fp8 weights become `float_dtype` (bf16, f16 or f32: the model's run dtype, so they are
+  // rounded once). `base` must outlive the returned source. Errors name the offending tensor.
+  static StatusOr<std::unique_ptr<HfQuantTensorSource>> Create(const TensorSource& base, const HfQuantConfig& config,
+                                                               DType float_dtype = DType::kBF16);
 
   const TensorView* Find(const std::string& name) const override;
   std::vector<std::string> Names() const override;
@@ -42,8 +53,12 @@ class HfQuantTensorSource final : public TensorSource {
   size_t num_repacked() const { return repacked_.size(); }
 
  private:
-  HfQuantTensorSource(const TensorSource& base, HfQuantConfig config) : base_(base), config_(std::move(config)) {}
+  HfQuantTensorSource(const TensorSource& base, HfQuantConfig config, DType float_dtype)
+      : base_(base), config_(std::move(config)), float_dtype_(float_dtype) {}
   Status Repack(const std::string& prefix);
+  // Module `prefix` in its target form (q4_z, q8_s or float_dtype_), in a buffer `buffer` owns.
+  StatusOr<TensorView> Convert(const std::string& prefix, std::shared_ptr<void>& buffer) const;
+  void LogRun() const;
 
   struct Entry {
     TensorView view;
@@ -52,6 +67,7 @@ class HfQuantTensorSource final : public TensorSource {
   };
   const TensorSource& base_;
   HfQuantConfig config_;
+  DType float_dtype_;
   std::map<std::string, Entry> repacked_;  // "P.weight"
   std::set<std::string> hidden_;           // consumed checkpoint tensors
 };

@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "model/convert.h"
 #include "model/hf_int4_linear.h"
+#include "model/hf_int4_test_util.h"
 #include "model/hf_quant_config.h"
 #include "model/hf_quant_source.h"
+#include "model/hf_quant_test_util.h"
 #include "model/model_loader.h"
 #include "model/quantization_flag.h"
 #include "model/safetensors_writer.h"
@@ -28,188 +31,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kAwqPackOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // AutoAWQ: nibble i <- column 8c + order[i]
-
-// A linear [n, k] in its unpacked meaning.
-struct Int4Reference {
-  int64_t n = 0, k = 0, group = 0;  // group: the resolved G (k for -1)
-  std::vector<uint8_t> codes;       // [n, k]
-  std::vector<uint8_t> zeros;       // [n, k / group]
-  std::vector<float> scales;        // [n, k / group]
-  int64_t groups() const { return k / group; }
-  float Expected(int64_t row, int64_t col) const {
-    const size_t g = static_cast<size_t>(row * groups() + col / group);
-    return static_cast<float>(codes[static_cast<size_t>(row * k + col)] - zeros[g]) * scales[g];
-  }
-};
-
-// Random codes, zeros in [zero_min, 15] (or all 8 when symmetric) and scales exact in
-// fp16 (and in bf16 when `bf16_exact`, for checkpoints that store bf16 scales).
-Int4Reference RandomReference(int64_t n, int64_t k, int64_t group, bool symmetric, uint32_t seed, int zero_min = 0,
-                              bool bf16_exact = false) {
-  std::mt19937 rng(seed);
-  Int4Reference r;
-  r.n = n;
-  r.k = k;
-  r.group = group < 0 ? k : group;
-  r.codes.resize(static_cast<size_t>(n * k));
-  for (uint8_t& c : r.codes) c = static_cast<uint8_t>(rng() % 16);
-  const size_t num_groups = static_cast<size_t>(n * r.groups());
-  r.zeros.resize(num_groups);
-  r.scales.resize(num_groups);
-  std::uniform_real_distribution<float> scale(-0.05f, 0.2f);
-  for (size_t g = 0; g < num_groups; ++g) {
-    r.zeros[g] = symmetric ? 8 : static_cast<uint8_t>(zero_min + static_cast<int>(rng() % (16 - zero_min)));
-    const float s = scale(rng);
-    r.scales[g] = bf16_exact ? Bf16ToF32(F32ToBf16(s)) : F16ToF32(F32ToF16(s));
-  }
-  return r;
-}
-
-int32_t* Ints(TensorView& t) { return t.as<int32_t>(); }
-
-void FillScales(TensorView& t, const Int4Reference& r, bool groups_first) {
-  for (int64_t row = 0; row < r.n; ++row) {
-    for (int64_t g = 0; g < r.groups(); ++g) {
-      const int64_t index = groups_first ? g * r.n + row : row * r.groups() + g;
-      StoreElementFromF32(t.data, t.dtype, index, r.scales[static_cast<size_t>(row * r.groups() + g)]);
-    }
-  }
-}
-
-void PutAwq(TensorStore& store, const std::string& p, const Int4Reference& r) {
-  const int64_t words = r.n / 8;
-  TensorView& qweight = store.Allocate(p + ".qweight", DType::kI32, {r.k, words});
-  for (int64_t kk = 0; kk < r.k; ++kk) {
-    for (int64_t c = 0; c < words; ++c) {
-      uint32_t word = 0;
-      for (int i = 0; i < 8; ++i) word |= uint32_t{r.codes[static_cast<size_t>((8 * c + kAwqPackOrder[i]) * r.k + kk)]} << (4 * i);
-      Ints(qweight)[kk * words + c] = static_cast<int32_t>(word);
-    }
-  }
-  TensorView& qzeros = store.Allocate(p + ".qzeros", DType::kI32, {r.groups(), words});
-  for (int64_t g = 0; g < r.groups(); ++g) {
-    for (int64_t c = 0; c < words; ++c) {
-      uint32_t word = 0;
-      for (int i = 0; i < 8; ++i) word |= uint32_t{r.zeros[static_cast<size_t>((8 * c + kAwqPackOrder[i]) * r.groups() + g)]} << (4 * i);
-      Ints(qzeros)[g * words + c] = static_cast<int32_t>(word);
-    }
-  }
-  FillScales(store.Allocate(p + ".scales", DType::kF16, {r.groups(), r.n}), r, /*groups_first=*/true);
-}
-
-// GPTQ: qweight packed along K; qzeros along N, stored zero - 1 in v1 (AutoGPTQ).
-void PutGptq(TensorStore& store, const std::string& p, const Int4Reference& r, bool v2, bool with_g_idx = true) {
-  TensorView& qweight = store.Allocate(p + ".qweight", DType::kI32, {r.k / 8, r.n});
-  for (int64_t i = 0; i < r.k / 8; ++i) {
-    for (int64_t col = 0; col < r.n; ++col) {
-      uint32_t word = 0;
-      for (int j = 0; j < 8; ++j) word |= uint32_t{r.codes[static_cast<size_t>(col * r.k + 8 * i + j)]} << (4 * j);
-      Ints(qweight)[i * r.n + col] = static_cast<int32_t>(word);
-    }
-  }
-  TensorView& qzeros = store.Allocate(p + ".qzeros", DType::kI32, {r.groups(), r.n / 8});
-  for (int64_t g = 0; g < r.groups(); ++g) {
-    for (int64_t c = 0; c < r.n / 8; ++c) {
-      uint32_t word = 0;
-      for (int j = 0; j < 8; ++j) {
-        const int zero = r.zeros[static_cast<size_t>((8 * c + j) * r.groups() + g)] - (v2 ? 0 : 1);
-        word |= static_cast<uint32_t>(zero & 15) << (4 * j);
-      }
-      Ints(qzeros)[g * (r.n / 8) + c] = static_cast<int32_t>(word);
-    }
-  }
-  FillScales(store.Allocate(p + ".scales", DType::kF16, {r.groups(), r.n}), r, /*groups_first=*/true);
-  if (with_g_idx) {
-    TensorView& g_idx = store.Allocate(p + ".g_idx", DType::kI32, {r.k});
-    for (int64_t kk = 0; kk < r.k; ++kk) Ints(g_idx)[kk] = static_cast<int32_t>(kk / r.group);
-  }
-}
-
-// compressed-tensors pack_to_int32: codes along K, zero points along N (packed_dim 0).
-void PutCompressed(TensorStore& store, const std::string& p, const Int4Reference& r, bool symmetric,
-                   DType scale_dtype = DType::kF16) {
-  TensorView& packed = store.Allocate(p + ".weight_packed", DType::kI32, {r.n, r.k / 8});
-  for (int64_t row = 0; row < r.n; ++row) {
-    for (int64_t c = 0; c < r.k / 8; ++c) {
-      uint32_t word = 0;
-      for (int j = 0; j < 8; ++j) word |= uint32_t{r.codes[static_cast<size_t>(row * r.k + 8 * c + j)]} << (4 * j);
-      Ints(packed)[row * (r.k / 8) + c] = static_cast<int32_t>(word);
-    }
-  }
-  TensorView& shape = store.Allocate(p + ".weight_shape", DType::kI64, {2});
-  shape.as<int64_t>()[0] = r.n;
-  shape.as<int64_t>()[1] = r.k;
-  FillScales(store.Allocate(p + ".weight_scale", scale_dtype, {r.n, r.groups()}), r, /*groups_first=*/false);
-  if (symmetric) return;
-  TensorView& zp = store.Allocate(p + ".weight_zero_point", DType::kI32, {(r.n + 7) / 8, r.groups()});
-  for (int64_t row = 0; row < r.n; ++row) {
-    for (int64_t g = 0; g < r.groups(); ++g) {
-      Ints(zp)[(row / 8) * r.groups() + g] |=
-          static_cast<int32_t>(uint32_t{r.zeros[static_cast<size_t>(row * r.groups() + g)]} << (4 * (row % 8)));
-    }
-  }
-}
-
-HfQuantConfig Parse(const Json& quantization_config) {
-  auto c = ParseHfQuantConfig(Json{{"quantization_config", quantization_config}});
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *c : HfQuantConfig{};
-}
-
-Json AwqJson(int64_t group) {
-  return {{"quant_method", "awq"}, {"bits", 4}, {"group_size", group}, {"zero_point", true}, {"version", "gemm"},
-          {"modules_to_not_convert", nullptr}};
-}
-Json GptqJson(int64_t group, bool sym, bool v2) {
-  return {{"quant_method", "gptq"}, {"bits", 4},   {"group_size", group},
-          {"sym", sym},             {"desc_act", false}, {"checkpoint_format", v2 ? "gptq_v2" : "gptq"}};
-}
-Json CompressedJson(bool symmetric, int64_t group) {
-  Json weights = {{"num_bits", 4}, {"type", "int"}, {"symmetric", symmetric}, {"dynamic", false},
-                  {"strategy", group < 0 ? "channel" : "group"}, {"group_size", group < 0 ? Json(nullptr) : Json(group)},
-                  {"actorder", nullptr}};
-  return {{"quant_method", "compressed-tensors"},
-          {"format", "pack-quantized"},
-          {"quantization_status", "compressed"},
-          {"ignore", {"lm_head"}},
-          {"config_groups",
-           {{"group_0", {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", nullptr},
-                         {"output_activations", nullptr}}}}}};
-}
-
-// Every row of the q4_z tensor `name` of `source` dequantizes to exactly r's values.
-void ExpectLossless(const TensorSource& source, const std::string& name, const Int4Reference& r) {
-  const TensorView* w = source.Find(name);
-  ASSERT_NE(w, nullptr) << name;
-  ASSERT_EQ(w->dtype, DType::kQ4_Z);
-  ASSERT_EQ(w->shape, (std::vector<int64_t>{r.n, r.k}));
-  std::vector<float> row(static_cast<size_t>(r.k));
-  const size_t row_bytes = DTypeBytes(DType::kQ4_Z, r.k);
-  int mismatches = 0;
-  for (int64_t n = 0; n < r.n; ++n) {
-    DequantizeRowKQuant(DType::kQ4_Z, static_cast<const std::byte*>(w->data) + n * row_bytes, r.k, row.data());
-    for (int64_t k = 0; k < r.k; ++k) {
-      const float want = r.Expected(n, k);
-      if (std::memcmp(&row[static_cast<size_t>(k)], &want, sizeof(float)) != 0 && mismatches++ < 5) {
-        ADD_FAILURE() << name << " [" << n << ", " << k << "]: " << row[static_cast<size_t>(k)] << " != " << want;
-      }
-    }
-  }
-  EXPECT_EQ(mismatches, 0);
-  const auto* blocks = static_cast<const BlockQ4_Z*>(w->data);
-  for (int64_t b = 0; b < r.n * r.k / 32; ++b) ASSERT_EQ(blocks[b].reserved, 0);
-}
-
-StatusOr<std::unique_ptr<HfQuantTensorSource>> Repack(const TensorStore& store, const Json& quantization_config) {
-  PAGELLM_ASSIGN_OR_RETURN(HfQuantConfig c, ParseHfQuantConfig(Json{{"quantization_config", quantization_config}}));
-  return HfQuantTensorSource::Create(store, c);
-}
-
-std::string ErrorOf(const TensorStore& store, const Json& quantization_config) {
-  auto source = Repack(store, quantization_config);
-  return source.ok() ? std::string("OK") : source.status().message();
-}
+using hf_int4_testing::AwqJson;
+using hf_int4_testing::CompressedJson;
+using hf_int4_testing::ExpectLossless;
+using hf_int4_testing::GptqJson;
+using hf_int4_testing::Int4Reference;
+using hf_int4_testing::Ints;
+using hf_int4_testing::Parse;
+using hf_int4_testing::PutAwq;
+using hf_int4_testing::PutCompressed;
+using hf_int4_testing::PutGptq;
+using hf_int4_testing::RandomReference;
+using hf_quant_testing::ErrorOf;
+using hf_quant_testing::Repack;
 
 const std::string kP = "model.layers.0.mlp.down_proj";
 
@@ -361,16 +195,7 @@ TEST(HfQuantRepackTest, ScalesFp16CannotHoldAreRefused) {
   }
 }
 
-TEST(HfQuantRepackTest, ActOrderAndOutOfRangeZerosAreRefused) {
-  {
-    TensorStore store;
-    PutGptq(store, kP, RandomReference(16, 128, 32, true, 9, 1), false);
-    TensorView& g_idx = store.Allocate(kP + ".g_idx", DType::kI32, {128});
-    for (int64_t k = 0; k < 128; ++k) Ints(g_idx)[k] = static_cast<int32_t>((k * 5) % 4);  // act-order permutation
-    const std::string error = ErrorOf(store, GptqJson(32, true, false));
-    EXPECT_NE(error.find("GPTQ desc_act (act-order g_idx) is not supported yet: tensor " + kP + ".g_idx"),
-              std::string::npos) << error;
-  }
+TEST(HfQuantRepackTest, OutOfRangeZerosAndMixedModulesAreRefused) {
   {  // v1 stored 15 means zero 16.
     TensorStore store;
     PutGptq(store, kP, RandomReference(16, 64, 32, false, 9, 1), true);  // written as v2 ...
@@ -434,7 +259,7 @@ TEST(HfQuantConfigTest, ParsesTheThreeFormats) {
 }
 
 TEST(HfQuantConfigTest, RefusesWhatItCannotLoadByName) {
-  EXPECT_NE(ParseError({{"quant_method", "fp8"}}).find("'fp8'"), std::string::npos);
+  EXPECT_NE(ParseError({{"quant_method", "hqq"}}).find("'hqq'"), std::string::npos);
   EXPECT_NE(ParseError({{"quant_method", "bitsandbytes"}, {"load_in_4bit", true}}).find("'bitsandbytes'"),
             std::string::npos);
   Json awq = AwqJson(128);
@@ -444,8 +269,8 @@ TEST(HfQuantConfigTest, RefusesWhatItCannotLoadByName) {
   awq["bits"] = 3;
   EXPECT_NE(ParseError(awq).find("only 4-bit"), std::string::npos);
   Json gptq = GptqJson(128, true, false);
-  gptq["bits"] = 8;
-  EXPECT_NE(ParseError(gptq).find("8-bit"), std::string::npos);
+  gptq["bits"] = 8;  // g128: no per-row scale (hf_quant_config_test.cc has the loadable 8-bit forms)
+  EXPECT_NE(ParseError(gptq).find("GPTQ 8-bit with group_size 128"), std::string::npos);
   gptq = GptqJson(128, true, false);
   gptq["checkpoint_format"] = "marlin";
   EXPECT_NE(ParseError(gptq).find("'marlin'"), std::string::npos);
@@ -454,7 +279,9 @@ TEST(HfQuantConfigTest, RefusesWhatItCannotLoadByName) {
   w8a8["format"] = "int-quantized";
   w8a8["config_groups"]["group_0"]["weights"]["num_bits"] = 8;
   w8a8["config_groups"]["group_0"]["input_activations"] = {{"num_bits", 8}, {"type", "int"}, {"dynamic", true}};
-  EXPECT_NE(ParseError(w8a8).find("'int-quantized'"), std::string::npos);
+  EXPECT_NE(ParseError(w8a8).find("input_activations.strategy '(missing)'"), std::string::npos) << ParseError(w8a8);
+  w8a8["format"] = "naive-quantized";
+  EXPECT_NE(ParseError(w8a8).find("'naive-quantized'"), std::string::npos);
   Json fp8 = CompressedJson(true, -1);
   fp8["format"] = "float-quantized";
   EXPECT_NE(ParseError(fp8).find("'float-quantized'"), std::string::npos);
@@ -462,8 +289,10 @@ TEST(HfQuantConfigTest, RefusesWhatItCannotLoadByName) {
   w4a8["config_groups"]["group_0"]["input_activations"] = {{"num_bits", 8}, {"type", "int"}};
   EXPECT_NE(ParseError(w4a8).find("input_activations"), std::string::npos);
   Json w8a16 = CompressedJson(true, 128);
-  w8a16["config_groups"]["group_0"]["weights"]["num_bits"] = 8;
-  EXPECT_NE(ParseError(w8a16).find("num_bits 8"), std::string::npos);
+  w8a16["config_groups"]["group_0"]["weights"]["num_bits"] = 8;  // grouped int8: no per-row scale
+  EXPECT_NE(ParseError(w8a16).find("strategy 'group' (group_size 128) is not supported for 8-bit"), std::string::npos);
+  w8a16["config_groups"]["group_0"]["weights"]["num_bits"] = 6;
+  EXPECT_NE(ParseError(w8a16).find("num_bits 6"), std::string::npos);
 }
 
 TEST(QuantizationFlagTest, MatchesVllm) {
@@ -479,7 +308,7 @@ TEST(QuantizationFlagTest, MatchesVllm) {
   EXPECT_TRUE(CheckQuantizationFlag("int8", none, "/m").ok());
   const Status on_float = CheckQuantizationFlag("awq", none, "/m");
   EXPECT_NE(on_float.message().find("/m has no quantization_config"), std::string::npos) << on_float.message();
-  EXPECT_NE(CheckQuantizationFlag("fp8", none, "/m").message().find("unknown --quantization 'fp8'"), std::string::npos);
+  EXPECT_NE(CheckQuantizationFlag("hqq", none, "/m").message().find("unknown --quantization 'hqq'"), std::string::npos);
   EXPECT_EQ(FloatLinearQuantization("awq_marlin"), "none");
   EXPECT_EQ(FloatLinearQuantization("compressed-tensors"), "none");
   EXPECT_EQ(FloatLinearQuantization("int8"), "int8");
@@ -504,15 +333,17 @@ bool IsProjection(const WeightSpec& spec) {
 
 std::string ModuleOf(const WeightSpec& spec) { return spec.name.substr(0, spec.name.size() - 7); }  // "...weight"
 
-// Float tensors (f16; norms `norm_dtype`) plus every projection as GPTQ v2 asym G=32;
-// `refs` gets each projection's reference.
+// Float tensors (f16; norms `norm_dtype`) plus every projection as GPTQ v2 asym G=32, with a
+// desc_act g_idx on the roles in `act_order`; `refs` gets each projection's reference.
 std::unique_ptr<TensorStore> TinyGptqStore(const ModelConfig& config, std::map<std::string, Int4Reference>& refs,
-                                           DType norm_dtype = DType::kF16) {
+                                           DType norm_dtype = DType::kF16,
+                                           const std::set<WeightRole>& act_order = {}) {
   auto store = std::make_unique<TensorStore>();
   uint32_t seed = 100;
   for (const WeightSpec& spec : ListWeightSpecs(config)) {
     if (IsProjection(spec)) {
       Int4Reference r = RandomReference(spec.shape[0], spec.shape[1], 32, false, seed++);
+      if (act_order.count(spec.role) != 0) hf_int4_testing::SetActOrder(r, seed);
       PutGptq(*store, ModuleOf(spec), r, /*v2=*/true);
       refs[spec.name] = std::move(r);
       continue;
@@ -596,6 +427,42 @@ TEST(HfQuantBindingTest, ShardsQ4_ZColumnsOnBlockBoundaries) {
   ASSERT_EQ(u.shape, (std::vector<int64_t>{64, 64}));
   DequantizeRowKQuant(DType::kQ4_Z, u.data, 64, row.data());
   for (int64_t k = 0; k < 64; ++k) ASSERT_EQ(row[static_cast<size_t>(k)], up.Expected(64, k));
+}
+
+// Act-order on the projections tensor parallelism splits by output rows (q, k, v, gate, up):
+// the rank's rows are a view that keeps the column order. A projection split by input
+// columns (o_proj, down_proj) cannot keep its groups whole on a rank: refused by name.
+TEST(HfQuantBindingTest, ShardsActOrderByOutputRowsOnly) {
+  const ModelConfig config = TinyConfig();
+  const std::set<WeightRole> row_split = {WeightRole::kQProj, WeightRole::kKProj, WeightRole::kVProj,
+                                          WeightRole::kGateUp};
+  std::map<std::string, Int4Reference> refs;
+  auto store = TinyGptqStore(config, refs, DType::kF16, row_split);
+  auto source = HfQuantTensorSource::Create(*store, Parse(GptqJson(32, false, true, /*desc_act=*/true))).value();
+  const ModelWeights w = BindWeights(config, *source).value();
+  auto shard = ShardModel(config, w, ShardSpec{.rank = 1, .size = 2});
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  const Int4Reference& up = refs["model.layers.1.mlp.up_proj.weight"];  // [128, 64] -> rows [64, 128)
+  const TensorView& u = shard->weights.layers[1].up_proj;
+  ASSERT_EQ(u.shape, (std::vector<int64_t>{64, 64}));
+  ASSERT_EQ(u.column_order.size(), 64u);
+  std::vector<float> row(64);
+  for (int64_t n = 0; n < 64; ++n) {
+    DequantizeRowKQuant(DType::kQ4_Z, static_cast<const std::byte*>(u.data) + n * DTypeBytes(DType::kQ4_Z, 64), 64,
+                        row.data());
+    for (int64_t j = 0; j < 64; ++j) {
+      ASSERT_EQ(row[static_cast<size_t>(j)], up.Expected(64 + n, u.column_order[static_cast<size_t>(j)])) << n;
+    }
+  }
+  EXPECT_TRUE(shard->weights.layers[0].down_proj.column_order.empty());
+
+  std::map<std::string, Int4Reference> refs_o;
+  auto store_o = TinyGptqStore(config, refs_o, DType::kF16, {WeightRole::kOProj});
+  auto source_o = HfQuantTensorSource::Create(*store_o, Parse(GptqJson(32, false, true, true))).value();
+  auto refused = ShardModel(config, BindWeights(config, *source_o).value(), ShardSpec{.rank = 0, .size = 2});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("o_proj"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("GPTQ act-order"), std::string::npos) << refused.status();
 }
 
 void WriteTextFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }

@@ -10,7 +10,6 @@
 
 #include "common/logging.h"
 #include "model/dummy_weights.h"
-#include "model/hf_int4_formats.h"
 #include "model/gguf_loader.h"
 #include "model/hf_quant_source.h"
 #include "model/quantization_flag.h"
@@ -40,20 +39,43 @@ bool HasSafetensors(const std::string& dir) {
   return fs::exists(dir + "/model.safetensors", ec) || fs::exists(dir + "/model.safetensors.index.json", ec);
 }
 
-StatusOr<ModelWeights> LoadSafetensorsWeights(const ModelConfig& config, const std::string& dir, DType dtype,
+// Qwen3.5-MoE checkpoints hold each layer's experts fused ([E, 2 I, H] / [E, H, I]); the
+// quantized ones keep a linear per expert (AWQ, GPTQ and llm-compressor quantize nn.Linear
+// modules, as vLLM's expert mapping expects), the Qwen3-MoE layout. Bind whichever the
+// checkpoint has.
+void PickExpertLayout(ModelConfig& config, const TensorSource& source) {
+  if (!config.fused_experts) return;
+  auto first_expert_name = [&](bool fused) {
+    ModelConfig c = config;
+    c.fused_experts = fused;
+    for (const WeightSpec& spec : ListWeightSpecs(c)) {
+      if (spec.role == WeightRole::kExpertGateUp) return spec.name;
+    }
+    return std::string();
+  };
+  const std::string fused = first_expert_name(true), per_expert = first_expert_name(false);
+  if (source.Find(fused) == nullptr && !per_expert.empty() && source.Find(per_expert) != nullptr) {
+    PLOG_INFO("experts stored one linear each ({}), not fused: binding them per expert", per_expert);
+    config.fused_experts = false;
+  }
+}
+
+StatusOr<ModelWeights> LoadSafetensorsWeights(ModelConfig& config, const std::string& dir, DType dtype,
                                               const HfQuantConfig& quant, size_t& num_files) {
   PAGELLM_ASSIGN_OR_RETURN(auto ckpt, SafetensorsCheckpoint::Open(dir, DrawProgress));
   num_files = ckpt->files().size();
   std::unique_ptr<HfQuantTensorSource> repacked;
   if (quant.quantized()) {
-    PAGELLM_ASSIGN_OR_RETURN(repacked, HfQuantTensorSource::Create(*ckpt, quant));
+    // fp8 linears are dequantized straight into the run dtype, so they are rounded once.
+    PAGELLM_ASSIGN_OR_RETURN(repacked, HfQuantTensorSource::Create(*ckpt, quant, dtype));
     if (repacked->num_repacked() == 0) {
-      return InvalidArgumentError(fmt::format("{}: config.json declares {} quantization but no tensor is quantized "
-                                              "(no *.{})", dir, quant.Describe(), Int4MarkerSuffix(quant.method)));
+      return InvalidArgumentError(fmt::format("{}: the checkpoint declares {} quantization but no tensor is quantized "
+                                              "(no *.{})", dir, quant.Describe(), HfQuantMarkerSuffix(quant)));
     }
   }
   const TensorSource& source = repacked != nullptr ? static_cast<const TensorSource&>(*repacked) : *ckpt;
-  PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindWeights(config, source));
+  PickExpertLayout(config, source);
+  PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindWeights(config, source, dtype));
   // The float views share the embedding's dtype (BindWeights); quantized ones stay.
   if (weights.embed_tokens.dtype != dtype) {
     PLOG_INFO("converting {}weights from {} to {}", quant.quantized() ? "float " : "",

@@ -1,8 +1,10 @@
 // LoadModel: the one call that turns a model directory or a `.gguf` file (or just a
 // config for `--load-format dummy`) into config + generation defaults + weights.
-// GGUF files go through LoadGgufModel (model/gguf_loader.h). Int4 checkpoints (AWQ, GPTQ,
-// compressed-tensors: config.json quantization_config) load their linears as q4_z
-// (model/hf_quant_source.h); --dtype then applies to the float tensors only.
+// GGUF files go through LoadGgufModel (model/gguf_loader.h). Quantized Hugging Face
+// checkpoints (config.json quantization_config, or an msModelSlim description) load their
+// linears as q4_z (int4: AWQ, GPTQ, compressed-tensors) or q8_s (int8 per channel), or
+// dequantize them (fp8) into the --dtype (model/hf_quant_source.h); --dtype otherwise
+// applies to the float tensors only.
 //
 //   LoadOptions options;
 //   options.model_path = "/models/qwen3-0.6b";
@@ -31,7 +33,7 @@ struct LoadOptions {
   std::string dtype = "auto";        // auto | bfloat16 | float16 | float32 (and aliases)
   uint64_t seed = 0;                 // dummy weights only
   // vLLM's --quantization, checked against config.json's quantization_config
-  // (model/quantization_flag.h): none (take the checkpoint's) | int8 | awq | gptq | ...
+  // (model/quantization_flag.h): none (take the checkpoint's) | int8 | awq | gptq | fp8 | ...
   std::string quantization = "none";
 };
 

@@ -122,5 +122,79 @@ TEST(ModelLoaderTest, ClearErrors) {
   EXPECT_NE(missing.status().message().find("model.layers.0.post_attention_layernorm.weight"), std::string::npos);
 }
 
+// Qwen3.5-MoE experts as one linear per expert (what AWQ / GPTQ / llm-compressor write)
+// bind the same weights as the fused [E, 2 I, H] / [E, H, I] tensors of the original.
+TEST(ModelLoaderTest, Qwen3_5MoeExpertsPerLinearBindLikeFused) {
+  DummyCheckpointOptions opts;
+  opts.preset = "qwen3.5-moe-tiny";
+  opts.out_dir = ::testing::TempDir() + "/model_loader_test_q35moe_fused";
+  opts.seed = 5;
+  fs::remove_all(opts.out_dir);
+  ASSERT_TRUE(WriteDummyCheckpoint(opts).ok());
+  const std::string split_dir = ::testing::TempDir() + "/model_loader_test_q35moe_per_expert";
+  fs::remove_all(split_dir);
+  fs::create_directories(split_dir);
+  fs::copy_file(opts.out_dir + "/config.json", split_dir + "/config.json");
+  auto ckpt = SafetensorsCheckpoint::Open(opts.out_dir).value();
+  SafetensorsWriter writer;
+  int split = 0;
+  for (const std::string& name : ckpt->Names()) {
+    const TensorView& t = *ckpt->Find(name);
+    const bool gate_up = name.ends_with("mlp.experts.gate_up_proj"), down = name.ends_with("mlp.experts.down_proj");
+    if (!gate_up && !down) {
+      ASSERT_TRUE(writer.Add(name, t).ok());
+      continue;
+    }
+    ++split;
+    const std::string prefix = name.substr(0, name.size() - (gate_up ? 12 : 9));  // "...mlp.experts."
+    const int64_t experts = t.dim(0), rows = t.dim(1), cols = t.dim(2);
+    const size_t row_bytes = DTypeBytes(t.dtype, cols);
+    auto rows_of = [&](int64_t e, int64_t begin, int64_t n) {
+      TensorView v = t;
+      v.data = static_cast<std::byte*>(t.data) + row_bytes * static_cast<size_t>(e * rows + begin);
+      v.shape = {n, cols};
+      return v;
+    };
+    for (int64_t e = 0; e < experts; ++e) {
+      const std::string p = prefix + std::to_string(e);
+      if (gate_up) {
+        ASSERT_TRUE(writer.Add(p + ".gate_proj.weight", rows_of(e, 0, rows / 2)).ok());
+        ASSERT_TRUE(writer.Add(p + ".up_proj.weight", rows_of(e, rows / 2, rows / 2)).ok());
+      } else {
+        ASSERT_TRUE(writer.Add(p + ".down_proj.weight", rows_of(e, 0, rows)).ok());
+      }
+    }
+  }
+  ASSERT_GT(split, 0);
+  ASSERT_TRUE(writer.WriteFile(split_dir + "/model.safetensors").ok());
+  LoadOptions options;
+  options.model_path = opts.out_dir;
+  auto fused = LoadModel(options);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  options.model_path = split_dir;
+  auto per_expert = LoadModel(options);
+  ASSERT_TRUE(per_expert.ok()) << per_expert.status();
+  EXPECT_TRUE(fused->config.fused_experts);
+  EXPECT_FALSE(per_expert->config.fused_experts);
+  int compared = 0;
+  for (size_t l = 0; l < fused->weights.layers.size(); ++l) {
+    const LayerWeights& a = fused->weights.layers[l];
+    const LayerWeights& b = per_expert->weights.layers[l];
+    if (a.experts_gate_up.empty()) continue;
+    const int64_t experts = a.experts_gate_up.dim(0), ie = a.experts_gate_up.dim(1) / 2, h = a.experts_gate_up.dim(2);
+    ASSERT_EQ(b.expert_gate_proj.size(), static_cast<size_t>(experts));
+    for (int64_t e = 0; e < experts; ++e) {
+      const size_t bytes = DTypeBytes(a.experts_gate_up.dtype, ie * h);
+      const auto* base = static_cast<const std::byte*>(a.experts_gate_up.data) + 2 * bytes * static_cast<size_t>(e);
+      EXPECT_EQ(std::memcmp(base, b.expert_gate_proj[e].data, bytes), 0);
+      EXPECT_EQ(std::memcmp(base + bytes, b.expert_up_proj[e].data, bytes), 0);
+      const auto* down = static_cast<const std::byte*>(a.experts_down.data) + bytes * static_cast<size_t>(e);
+      EXPECT_EQ(std::memcmp(down, b.expert_down_proj[e].data, bytes), 0);
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0);
+}
+
 }  // namespace
 }  // namespace pagellm

@@ -10,6 +10,8 @@ HfQuantMethod MethodOfFlag(const std::string& flag) {
   if (flag == "awq" || flag == "awq_marlin") return HfQuantMethod::kAwq;
   if (flag == "gptq" || flag == "gptq_marlin") return HfQuantMethod::kGptq;
   if (flag == "compressed-tensors" || flag == "compressed_tensors") return HfQuantMethod::kCompressedTensors;
+  if (flag == "fp8") return HfQuantMethod::kFp8;
+  if (flag == "ascend") return HfQuantMethod::kAscend;  // vLLM-Ascend's name for msModelSlim checkpoints
   return HfQuantMethod::kNone;
 }
 
@@ -26,7 +28,8 @@ Status CheckQuantizationFlag(const std::string& flag, const HfQuantConfig& check
   const HfQuantMethod named = MethodOfFlag(flag);
   if (named == HfQuantMethod::kNone) {
     return InvalidArgumentError(fmt::format(
-        "unknown --quantization '{}' (expected none, int8, awq, awq_marlin, gptq, gptq_marlin or compressed-tensors)",
+        "unknown --quantization '{}' (expected none, int8, awq, awq_marlin, gptq, gptq_marlin, compressed-tensors, "
+        "fp8 or ascend)",
         flag));
   }
   if (!checkpoint.quantized()) {

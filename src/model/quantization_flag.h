@@ -4,10 +4,11 @@
 //   LinearQuantizationFromName(FloatLinearQuantization(config.quantization));  // backend/backend.h
 //
 // As in vLLM: unset / "none" takes the method from the checkpoint; naming a checkpoint
-// method ("awq" / "awq_marlin", "gptq" / "gptq_marlin", "compressed-tensors") must match
-// the checkpoint's; "int8" (pagellm's W8A8 of float weights) only applies to float
-// checkpoints. The kernels behind "_marlin" are GPU ones; here both spellings load the
-// same int4 weights.
+// method ("awq" / "awq_marlin", "gptq" / "gptq_marlin", "compressed-tensors", "fp8",
+// "ascend" for vLLM-Ascend's msModelSlim checkpoints) must match the checkpoint's; "int8"
+// (pagellm's W8A8 of float weights) only applies to float checkpoints. The kernels behind
+// "_marlin" are GPU ones; here both spellings load the same weights. "fp8" names fp8
+// checkpoints only (vLLM's online fp8 quantization of float weights is not offered).
 #pragma once
 
 #include <string>

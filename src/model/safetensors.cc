@@ -23,13 +23,19 @@ StatusOr<DType> ParseEntryDtype(const Json& info, const std::string& name, const
   if (dtype == "BF16") return DType::kBF16;
   if (dtype == "F16") return DType::kF16;
   if (dtype == "F32") return DType::kF32;
-  // Integer tensors: compact checkpoints' row ids, and int4 checkpoints' packed codes,
-  // g_idx and compressed-tensors' weight_shape (torch.tensor(shape) is int64).
+  // Integer tensors: compact checkpoints' row ids, int4 checkpoints' packed codes, g_idx
+  // and compressed-tensors' weight_shape (torch.tensor(shape) is int64), int8 checkpoints'
+  // codes (compressed-tensors W8A8, msModelSlim).
   if (dtype == "I32") return DType::kI32;
   if (dtype == "I64") return DType::kI64;
+  if (dtype == "I8") return DType::kI8;
+  // fp8 checkpoints' weights. pagellm has no fp8 DType (nothing computes in fp8): the bytes
+  // come out as kU8, which no other safetensors dtype maps to, and the fp8 loader
+  // (model/hf_fp8_linear.h) converts them. E5M2 has no reader at all, so it is refused here.
+  if (dtype == "F8_E4M3") return DType::kU8;
   return UnimplementedError(fmt::format(
-      "{}: tensor '{}' has dtype {}; only BF16, F16, F32 (and I32 / I64 integer) tensors are supported", file, name,
-      dtype));
+      "{}: tensor '{}' has dtype {}; only BF16, F16, F32, F8_E4M3 (and I8 / I32 / I64 integer) tensors are "
+      "supported", file, name, dtype));
 }
 
 // Parses one header entry; checks shape and offsets against the data section size.

@@ -44,7 +44,9 @@ struct SafetensorsHeader {
 };
 
 // Parses and validates the header of the safetensors file held in `bytes`. Only
-// BF16/F16/F32 tensors (and I32/I64 integer ones) are accepted. `file` is used in error messages.
+// BF16/F16/F32 tensors, I8/I32/I64 integer ones and F8_E4M3 (fp8 checkpoints' weights,
+// exposed as DType::kU8 bytes: no other dtype reads as kU8) are accepted. `file` is used in
+// error messages.
 StatusOr<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> bytes, const std::string& file);
 
 class SafetensorsCheckpoint final : public TensorSource {

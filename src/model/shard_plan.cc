@@ -61,6 +61,14 @@ TensorView GatherRowRanges(const TensorView& t, const std::vector<std::pair<int6
 // Block-quantized types: the bounds must fall on whole blocks.
 StatusOr<TensorView> ColumnSlice(const TensorView& t, int64_t begin, int64_t cols, ModelWeights& out,
                                  const std::string& name) {
+  if (!t.column_order.empty()) {
+    // The stored columns are in another order than the input's (GPTQ act-order, a k-quant
+    // GGUF's reordered GDN out_proj): a rank's input columns are scattered over the
+    // quantization blocks, which a column slice cannot keep whole.
+    return InvalidArgumentError(fmt::format("{}: a weight stored with reordered input columns (GPTQ act-order, or a "
+                                            "k-quant GGUF's Gated DeltaNet out_proj) cannot be split by input columns "
+                                            "across tensor-parallel ranks; use --tensor-parallel-size 1", name));
+  }
   const int64_t block = DTypeBlockSize(t.dtype);
   if (begin % block != 0 || cols % block != 0) {
     return InvalidArgumentError(fmt::format("{}: a column shard [{}, {}) does not fall on {}-element blocks", name,

@@ -15,11 +15,11 @@ namespace {
 
 bool IsFloatDtype(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16 || dtype == DType::kF32; }
 
-// The block-quantized weight dtypes a safetensors checkpoint may bind (HF int4 checkpoints
-// repacked by HfQuantTensorSource), for the 2-D linear projections of the decoder layers
-// only: norms, embeddings, conv1d, routers and lm_head have no quantized code path there.
+// The block-quantized weight dtypes a safetensors checkpoint may bind (HF int4 / int8
+// checkpoints repacked by HfQuantTensorSource), for the 2-D linear projections of the decoder
+// layers only: norms, embeddings, conv1d, routers and lm_head have no quantized code path there.
 bool AcceptsQuantized(const WeightSpec& spec, DType dtype) {
-  if (dtype != DType::kQ4_Z || spec.shape.size() != 2) return false;
+  if ((dtype != DType::kQ4_Z && dtype != DType::kQ8_S) || spec.shape.size() != 2) return false;
   switch (spec.role) {
     case WeightRole::kQProj:
     case WeightRole::kKProj:
@@ -81,7 +81,8 @@ void WarnAboutExtras(const TensorSource& source, const std::set<std::string>& us
 
 }  // namespace
 
-StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source) {
+StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source,
+                                   std::optional<DType> mixed_float_dtype) {
   ModelWeights w;
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   std::set<std::string> used;
@@ -101,9 +102,13 @@ StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource
     const bool quantized = AcceptsQuantized(spec, view->dtype);
     if (!IsFloatDtype(view->dtype) && !quantized) {
       const bool packed = DTypeBlockSize(view->dtype) > 1;
+      // Safetensors F8_E4M3 reads as u8 (model/safetensors.h): say what would load it.
+      const char* hint = packed ? " (only decoder-layer linear projections may be quantized)"
+                         : view->dtype == DType::kU8
+                             ? " (an F8_E4M3 tensor: fp8 weights load with a quantization_config of quant_method fp8)"
+                             : "";
       return InvalidArgumentError(fmt::format("tensor '{}' in {} has dtype {}; expected bf16, f16 or f32{}", spec.name,
-                                              source.Origin(spec.name), DTypeName(view->dtype),
-                                              packed ? " (only decoder-layer linear projections may be quantized)" : ""));
+                                              source.Origin(spec.name), DTypeName(view->dtype), hint));
     }
     *WeightSlot(w, spec) = *view;
     used.insert(spec.name);
@@ -120,6 +125,7 @@ StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource
   for (const auto& [dtype, count] : float_counts) {
     if (count > float_counts[majority]) majority = dtype;
   }
+  if (mixed_float_dtype.has_value()) majority = *mixed_float_dtype;
   // As BindGgufWeights: a model with quantized linears is known by their dtype.
   w.dtype = quantized_dtype.value_or(majority);
   if (float_counts.size() > 1) {
@@ -186,43 +192,69 @@ void Tally(const TensorView& v, FormatTally& t) {
   t[v.dtype].second += v.nbytes();
 }
 
-std::string FormatGroup(const std::string& name, const FormatTally& t) {
-  std::string out = name;
-  uint64_t bytes = 0;
-  const char* sep = " ";
-  for (const auto& [dtype, count_bytes] : t) {
-    out += fmt::format("{}{} x{}", sep, DTypeName(dtype), count_bytes.first);
-    bytes += count_bytes.second;
-    sep = " + ";
-  }
-  return out + fmt::format(" {:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
-}
-
 }  // namespace
 
-std::string WeightFormatSummary(const ModelWeights& weights) {
-  FormatTally embed, head, attention, mlp, other;
+std::vector<WeightFormat> WeightFormats(const ModelWeights& weights) {
+  FormatTally embed, head, attention, mlp, experts, other;
   Tally(weights.embed_tokens, embed);
   const bool tied = weights.lm_head.data == weights.embed_tokens.data;
   if (!tied) Tally(weights.lm_head, head);
   std::set<const TensorView*> grouped;
+  auto group = [&](const TensorView* v, FormatTally& t) {
+    Tally(*v, t);
+    grouped.insert(v);
+  };
   for (const LayerWeights& l : weights.layers) {
-    for (const TensorView* v : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj}) {
-      Tally(*v, attention);
-      grouped.insert(v);
+    // Attention matrices, softmax or Gated DeltaNet (its projections play the same part).
+    for (const TensorView* v : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gdn_in_proj_qkv, &l.gdn_in_proj_z,
+                                &l.gdn_in_proj_b, &l.gdn_in_proj_a, &l.gdn_in_proj_qkvz, &l.gdn_in_proj_ba,
+                                &l.gdn_out_proj}) {
+      group(v, attention);
     }
-    for (const TensorView* v : {&l.gate_proj, &l.up_proj, &l.down_proj}) {
-      Tally(*v, mlp);
-      grouped.insert(v);
+    for (const TensorView* v : {&l.gate_proj, &l.up_proj, &l.down_proj, &l.shared_gate_proj, &l.shared_up_proj,
+                                &l.shared_down_proj}) {
+      group(v, mlp);
     }
+    // Routed experts: most of a MoE model's bytes.
+    for (const std::vector<TensorView>* list : {&l.expert_gate_proj, &l.expert_up_proj, &l.expert_down_proj}) {
+      for (const TensorView& v : *list) group(&v, experts);
+    }
+    for (const TensorView* v : {&l.experts_gate_up, &l.experts_down}) group(v, experts);
   }
   for (TensorView* v : AllViews(const_cast<ModelWeights&>(weights))) {  // read only
     if (v != &weights.embed_tokens && v != &weights.lm_head && grouped.count(v) == 0) Tally(*v, other);
   }
-  std::string out = FormatGroup("embed", embed) + (tied ? " (lm_head tied)" : "; " + FormatGroup("lm_head", head));
-  if (!attention.empty()) out += "; " + FormatGroup("attention", attention);
-  if (!mlp.empty()) out += "; " + FormatGroup("mlp", mlp);
-  if (!other.empty()) out += "; " + FormatGroup("other", other);
+  std::vector<WeightFormat> out;
+  for (const auto& [name, tally] : std::vector<std::pair<std::string, const FormatTally*>>{
+           {"embed", &embed},
+           {"lm_head", &head},
+           {"attention", &attention},
+           {"mlp", &mlp},
+           {"experts", &experts},
+           {"other", &other}}) {
+    for (const auto& [dtype, count_bytes] : *tally) out.push_back({name, dtype, count_bytes.first, count_bytes.second});
+  }
+  return out;
+}
+
+std::string WeightFormatSummary(const ModelWeights& weights) {
+  const std::vector<WeightFormat> formats = WeightFormats(weights);
+  const bool tied = weights.lm_head.data == weights.embed_tokens.data;
+  std::string out;
+  for (size_t i = 0; i < formats.size();) {
+    const std::string& group = formats[i].group;
+    std::string line = group;
+    uint64_t bytes = 0;
+    const char* sep = " ";
+    for (; i < formats.size() && formats[i].group == group; ++i) {
+      line += fmt::format("{}{} x{}", sep, DTypeName(formats[i].dtype), formats[i].tensors);
+      bytes += formats[i].bytes;
+      sep = " + ";
+    }
+    line += fmt::format(" {:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
+    if (group == "embed" && tied) line += " (lm_head tied)";
+    out += (out.empty() ? "" : "; ") + line;
+  }
   return out;
 }
 

@@ -8,11 +8,14 @@
 // Names and shapes come from ListWeightSpecs (HF naming). A missing tensor, a wrong
 // shape or a dtype outside {bf16, f16, f32} fails naming the tensor and both shapes;
 // extra tensors (e.g. rotary inv_freq, lm_head of a tied model) only log a warning.
-// The one exception to float: q4_z (HF int4 checkpoints, model/hf_quant_source.h) for
-// the decoder layers' 2-D linear projections (attention, MLP, experts, GDN projections).
+// The exceptions to float: q4_z and q8_s (HF int4 / int8 checkpoints,
+// model/hf_quant_source.h) for the decoder layers' 2-D linear projections (attention, MLP,
+// experts, GDN projections).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "model/config.h"
@@ -22,9 +25,12 @@
 namespace pagellm {
 
 // Binds views into `source` (no copy). If the checkpoint mixes float dtypes, every float
-// tensor is converted to the majority one so the float views share one dtype (see
+// tensor is converted to `mixed_float_dtype` when given (the loader passes the run dtype,
+// so a view already in it, e.g. an fp8 linear dequantized to f32, is not rounded through
+// another dtype), else to the majority one, so the float views share one dtype (see
 // weights.h); quantized views are kept as they are and then name ModelWeights::dtype.
-StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source);
+StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source,
+                                   std::optional<DType> mixed_float_dtype = std::nullopt);
 
 // A copy of `weights` with every float tensor converted to float `dtype` (new buffers;
 // tied lm_head keeps sharing the embedding; quantized views untouched). Returns
@@ -37,6 +43,17 @@ StatusOr<DType> ResolveDtype(const std::string& dtype, DType checkpoint_dtype);
 
 // Bytes of all distinct tensors (tied lm_head counted once).
 uint64_t WeightBytes(const ModelWeights& weights);
+
+// One storage format of one tensor group: "embed", "lm_head" (absent when tied),
+// "attention" (q/k/v/o and the Gated DeltaNet projections), "mlp" (dense and shared-expert
+// gate/up/down), "experts" (routed experts), "other" (norms, routers, conv kernels, ...).
+struct WeightFormat {
+  std::string group;
+  DType dtype = DType::kF32;
+  int64_t tensors = 0;
+  uint64_t bytes = 0;
+};
+std::vector<WeightFormat> WeightFormats(const ModelWeights& weights);
 
 // The storage formats per tensor group, for the memory plan's log line, e.g.
 // "embed q6_K x1 127.60 MiB (lm_head tied); attention q4_K x98 + q6_K x14 61.20 MiB; mlp ...; other f32 x113".

@@ -1,10 +1,17 @@
 #!/usr/bin/python3
-"""Reference packer: a float Hugging Face Qwen checkpoint -> an int4 checkpoint in one of
-the published Hugging Face layouts, plus the same model with the int4 weights dequantized
-to float32 (the exact values the int4 checkpoint encodes), for end-to-end fidelity tests.
+"""Reference packer: a float Hugging Face Qwen checkpoint -> a quantized checkpoint in one of
+the published Hugging Face layouts, plus the same model with the quantized weights
+dequantized to float32 (the values the quantized checkpoint encodes), for end-to-end
+fidelity tests.
 
-  hf_quant_packer.py --in DIR --format awq|gptq|ct-w4a16 --group-size G [--sym]
-                     --out QDIR --dequantized-out FDIR
+  hf_quant_packer.py --in DIR --format awq|gptq|ct-w4a16 --group-size G [--sym] [--act-order]
+                     --out QDIR --dequantized-out FDIR [--self-check]
+  hf_quant_packer.py --in DIR --format ct-w8a8|ct-w8a16|gptq-int8|ascend-w8a8-dynamic
+                     --out QDIR --dequantized-out FDIR [--self-check]
+  hf_quant_packer.py --in DIR --format fp8 [--block-size 128] [--scale-dtype f32|bf16] ...
+
+The int4 formats are below; the 8-bit ones (int8 per channel, fp8 e4m3) are in
+hf_quant_packer8.py, with their sources.
 
 Written from the formats as the tools that produce them write them (read, not copied; the
 commits are those of the snapshots read):
@@ -67,6 +74,14 @@ commits are those of the snapshots read):
               value is also exactly an fp16 value (a bf16 value inside fp16's range always
               is): whatever precision the engine keeps scales in, it sees the same number,
               and the dequantized twin matches it exactly.
+  --act-order (gptq, ct-w4a16; a positive group size): GPTQ's desc_act, as AutoGPTQ's
+            fasterquant (auto_gptq/quantization/gptq.py) and llm-compressor's actorder
+            "group" lay it out: the columns are quantized in an order perm (GPTQ: by
+            decreasing Hessian diagonal; here a random permutation, seeded by the module
+            name), groups being runs of G in that order, then stored back in input order
+            with g_idx[perm[i]] = i // G (gptq: P.g_idx, config desc_act true;
+            ct-w4a16: P.weight_g_idx, config actorder "group"). The dequantized twin is
+            (q[n, k] - zero[n, g_idx[k]]) * scale[n, g_idx[k]].
   both GPTQ and AWQ: fp16 scales; the dequantized weight is (q - zero) * scale computed in
   float32 from the stored scale, which is exact (an at most 5-bit integer times an 11-bit
   significand), so FDIR holds precisely the function QDIR encodes.
@@ -76,134 +91,21 @@ projection of model.layers.*.mlp, MoE experts (mlp.experts.E.*) and shared exper
 (mlp.shared_expert.*) included. Kept float: embeddings, lm_head, norms, the MoE router
 mlp.gate, shared_expert_gate, everything else.
 
-The safetensors reader/writer is our own (NumPy only): 8-byte little-endian header length,
-JSON header {name: {dtype, shape, data_offsets}} plus optional "__metadata__", then the raw
-little-endian bytes; bf16 is handled as uint16 bit patterns.
+The safetensors reader/writer is our own (NumPy only, safetensors_io.py).
 """
 import argparse
 import json
 import os
 import re
 import shutil
-import struct
 import sys
+import zlib
 
 import numpy as np
 
-# ---------------------------------------------------------------------------------------
-# safetensors
-
-_NP_OF = {
-    "F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16,
-    "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8,
-    "BOOL": np.bool_,
-}
-
-
-class Tensor:
-    """A safetensors tensor: its dtype tag and a NumPy array (bf16 as uint16 bits)."""
-
-    __slots__ = ("dtype", "array")
-
-    def __init__(self, dtype, array):
-        if dtype not in _NP_OF:
-            raise ValueError(f"unsupported safetensors dtype {dtype}")
-        self.dtype = dtype
-        self.array = np.ascontiguousarray(array, dtype=_NP_OF[dtype])
-
-    def to_f32(self):
-        return to_f32(self.dtype, self.array)
-
-
-def bf16_bits_to_f32(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
-def f32_to_bf16_bits(x):
-    """Round-to-nearest-even float32 -> bfloat16 bit patterns (NaN stays NaN)."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    u = x.view(np.uint32)
-    rounded = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
-    nan = np.isnan(x)
-    if nan.any():
-        rounded[nan] = ((u[nan] >> 16) | np.uint32(0x40)).astype(np.uint16)
-    return rounded
-
-
-def to_f32(dtype, array):
-    if dtype == "BF16":
-        return bf16_bits_to_f32(array)
-    return array.astype(np.float32)
-
-
-def from_f32(dtype, x):
-    """float32 values -> a Tensor of `dtype` (F32, F16 or BF16)."""
-    if dtype == "BF16":
-        return Tensor("BF16", f32_to_bf16_bits(x))
-    if dtype in ("F16", "F32", "F64"):
-        return Tensor(dtype, np.asarray(x).astype(_NP_OF[dtype]))
-    raise ValueError(f"not a float dtype: {dtype}")
-
-
-def read_safetensors(path):
-    """-> ({name: Tensor}, metadata dict or None)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (header_len,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + header_len].decode("utf-8"))
-    base = 8 + header_len
-    metadata = header.pop("__metadata__", None)
-    tensors = {}
-    for name, info in header.items():
-        dtype, shape = info["dtype"], info["shape"]
-        begin, end = info["data_offsets"]
-        np_dtype = np.dtype(_NP_OF[dtype]).newbyteorder("<")
-        count = int(np.prod(shape)) if shape else 1
-        if end - begin != count * np_dtype.itemsize:
-            raise ValueError(f"{path}: {name}: {end - begin} bytes for {dtype}{shape}")
-        arr = np.frombuffer(data, dtype=np_dtype, count=count, offset=base + begin).reshape(shape)
-        tensors[name] = Tensor(dtype, arr.astype(_NP_OF[dtype]))
-    return tensors, metadata
-
-
-def write_safetensors(path, tensors, metadata=None):
-    """Writes {name: Tensor}, names sorted, header padded with spaces to 8 bytes."""
-    header = {}
-    if metadata is not None:
-        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    offset = 0
-    blobs = []
-    for name in sorted(tensors):
-        t = tensors[name]
-        blob = t.array.astype(np.dtype(_NP_OF[t.dtype]).newbyteorder("<"), copy=False).tobytes()
-        header[name] = {"dtype": t.dtype, "shape": list(t.array.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        offset += len(blob)
-        blobs.append(blob)
-    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    raw += b" " * (-len(raw) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)))
-        f.write(raw)
-        for blob in blobs:
-            f.write(blob)
-
-
-def read_checkpoint(model_dir):
-    """All tensors of a (possibly sharded) checkpoint directory -> ({name: Tensor}, metadata)."""
-    index = os.path.join(model_dir, "model.safetensors.index.json")
-    if os.path.exists(index):
-        with open(index) as f:
-            files = sorted(set(json.load(f)["weight_map"].values()))
-    else:
-        files = ["model.safetensors"]
-    tensors, metadata = {}, None
-    for name in files:
-        part, meta = read_safetensors(os.path.join(model_dir, name))
-        tensors.update(part)
-        metadata = metadata or meta
-    return tensors, metadata
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_quant_packer8  # noqa: E402
+from safetensors_io import Tensor, from_f32, read_checkpoint, write_safetensors  # noqa: E402
 
 # ---------------------------------------------------------------------------------------
 # nibble packing
@@ -314,6 +216,28 @@ def dequantize(codes, zeros, scales, group):
             ).reshape(n, k).astype(np.float32)
 
 
+def dequantize_g_idx(codes, zeros, scales, g_idx):
+    """(codes[n, k] - zero[n, g_idx[k]]) * scale[n, g_idx[k]] in float32, [N, K]."""
+    return ((codes.astype(np.float32) - zeros[:, g_idx].astype(np.float32))
+            * scales[:, g_idx].astype(np.float32)).astype(np.float32)
+
+
+def act_order_perm(k, prefix):
+    """The order desc_act quantizes the K input columns in (a seeded random permutation)."""
+    return np.random.default_rng(zlib.crc32(prefix.encode())).permutation(k)
+
+
+def quantize_in_order(quantize, w, group, perm):
+    """quantize(w[:, perm], group) with the codes put back in input order, and g_idx:
+    (codes [N, K], zeros, scales, ..., g_idx int32 [K]) with g_idx[perm[i]] = i // group."""
+    out = list(quantize(w[:, perm], group))
+    codes = np.empty_like(out[0])
+    codes[:, perm] = out[0]
+    g_idx = np.empty(w.shape[1], dtype=np.int32)
+    g_idx[perm] = np.arange(w.shape[1]) // group
+    return (codes, *out[1:], g_idx)
+
+
 # ---------------------------------------------------------------------------------------
 # the checkpoint
 
@@ -327,7 +251,7 @@ def quantized_modules(tensors):
     return sorted(m.group(1) for m in map(QUANTIZED_RE.match, tensors) if m)
 
 
-def quant_config_for(fmt, group, sym, is_moe, scale_dtype_name):
+def quant_config_for(fmt, group, sym, is_moe, scale_dtype_name, act_order=False):
     if fmt == "awq":
         return {"quant_method": "awq", "zero_point": True, "group_size": group, "bits": 4,
                 "version": "gemm",
@@ -336,7 +260,7 @@ def quant_config_for(fmt, group, sym, is_moe, scale_dtype_name):
                 # read as the router only ("gate" alone would also hit gate_proj in vLLM).
                 "modules_to_not_convert": ["mlp.gate"] if is_moe else None}
     if fmt == "gptq":
-        return {"bits": 4, "group_size": group, "damp_percent": 0.01, "desc_act": False,
+        return {"bits": 4, "group_size": group, "damp_percent": 0.01, "desc_act": bool(act_order),
                 "static_groups": False, "sym": bool(sym), "true_sequential": True,
                 "model_name_or_path": None, "model_file_base_name": "model",
                 "quant_method": "gptq", "checkpoint_format": "gptq"}
@@ -347,7 +271,8 @@ def quant_config_for(fmt, group, sym, is_moe, scale_dtype_name):
                 "targets": ["Linear"],
                 "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
                             "group_size": group, "block_structure": None, "dynamic": False,
-                            "actorder": None, "observer": "minmax", "observer_kwargs": {}},
+                            "actorder": "group" if act_order else None, "observer": "minmax",
+                            "observer_kwargs": {}},
                 "input_activations": None, "output_activations": None,
                 "format": "pack-quantized"}},
             "quant_method": "compressed-tensors", "kv_cache_scheme": None,
@@ -356,12 +281,14 @@ def quant_config_for(fmt, group, sym, is_moe, scale_dtype_name):
     raise ValueError(fmt)
 
 
-def pack_module(fmt, w, group, sym, model_dtype):
-    """w float32 [N, K] -> ({suffix: Tensor}, dequantized float32 [N, K])."""
+def pack_module(fmt, w, group, sym, model_dtype, act_order_perm_=None):
+    """w float32 [N, K] -> ({suffix: Tensor}, dequantized float32 [N, K]); act_order_perm_:
+    the order desc_act quantizes the columns in (gptq, ct-w4a16), None for input order."""
     n, k = w.shape
     if n % 8 != 0:
         raise ValueError(f"output size {n} is not a multiple of 8")
     g = k if group == -1 else group
+    perm = np.arange(k) if act_order_perm_ is None else act_order_perm_
     if fmt == "awq":
         if k % 8 != 0:
             raise ValueError(f"input size {k} is not a multiple of 8")
@@ -372,21 +299,26 @@ def pack_module(fmt, w, group, sym, model_dtype):
     elif fmt == "gptq":
         if k % 8 != 0:
             raise ValueError(f"input size {k} is not a multiple of 8")
-        codes, zeros, s = quantize_gptq(w, g, sym)
+        codes, zeros, s, g_idx = quantize_in_order(lambda wp, gs: quantize_gptq(wp, gs, sym), w, g, perm)
         out = {"qweight": Tensor("I32", pack_first_axis(codes.T)),
                "qzeros": Tensor("I32", pack_last_axis((zeros.T - 1) & 0xF)),  # v1: zero - 1
                "scales": Tensor("F16", s.T.astype(np.float16)),
-               "g_idx": Tensor("I32", (np.arange(k) // g).astype(np.int32))}
+               "g_idx": Tensor("I32", g_idx)}
     elif fmt == "ct-w4a16":
         if k % 8 != 0:
             raise ValueError(f"input size {k} is not a multiple of 8")
-        codes, zeros, s, stored = quantize_ct_sym(w, g, model_dtype)
+        codes, zeros, s, stored, g_idx = quantize_in_order(
+            lambda wp, gs: quantize_ct_sym(wp, gs, model_dtype), w, g, perm)
         out = {"weight_packed": Tensor("I32", pack_last_axis(codes)),
                "weight_scale": stored,
                "weight_shape": Tensor("I64", np.array([n, k], dtype=np.int64))}
+        if act_order_perm_ is not None:
+            out["weight_g_idx"] = Tensor("I32", g_idx)
     else:
         raise ValueError(fmt)
-    return out, dequantize(codes, zeros, s, g)
+    if fmt == "awq":
+        return out, dequantize(codes, zeros, s, g)
+    return out, dequantize_g_idx(codes, zeros, s, g_idx)
 
 
 def unpack_module(fmt, parts, group):
@@ -395,18 +327,22 @@ def unpack_module(fmt, parts, group):
         codes = unpack_last_axis(parts["qweight"].array, AWQ_ORDER).T
         zeros = unpack_last_axis(parts["qzeros"].array, AWQ_ORDER).T
         scales = parts["scales"].to_f32().T
-    elif fmt == "gptq":
+        return dequantize(codes, zeros, scales, group)
+    if fmt == "gptq":
         codes = unpack_first_axis(parts["qweight"].array).T
         zeros = unpack_last_axis(parts["qzeros"].array).T + 1
         scales = parts["scales"].to_f32().T
-        assert np.array_equal(parts["g_idx"].array, np.arange(codes.shape[1]) // group)
+        g_idx = parts["g_idx"].array
     else:
         n, k = parts["weight_shape"].array.tolist()
         codes = unpack_last_axis(parts["weight_packed"].array)[:, :k]
         scales = parts["weight_scale"].to_f32()
         zeros = np.full(scales.shape, 8, dtype=np.int64)
         assert codes.shape == (n, k)
-    return dequantize(codes, zeros, scales, group)
+        g_idx = parts["weight_g_idx"].array if "weight_g_idx" in parts else np.arange(k) // group
+    # Every group holds G columns, in input order or not (act-order).
+    assert np.array_equal(np.bincount(g_idx, minlength=scales.shape[1]), np.full(scales.shape[1], group))
+    return dequantize_g_idx(codes, zeros, scales, g_idx)
 
 
 def is_weight_file(name):
@@ -422,25 +358,96 @@ def copy_side_files(src, dst):
         shutil.copyfile(path, os.path.join(dst, name))
 
 
-def main(argv=None):
+INT4_FORMATS = ("awq", "gptq", "ct-w4a16")
+
+
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--in", dest="src", required=True, help="float Hugging Face checkpoint directory")
-    ap.add_argument("--format", required=True, choices=["awq", "gptq", "ct-w4a16"])
-    ap.add_argument("--group-size", type=int, required=True, help="input columns per group; -1: all")
+    ap.add_argument("--format", required=True, choices=INT4_FORMATS + hf_quant_packer8.FORMATS)
+    ap.add_argument("--group-size", type=int, help="int4: input columns per group; -1: all (8-bit: -1 only)")
     ap.add_argument("--sym", action="store_true", help="gptq: symmetric (zero 8); ct-w4a16 always is")
+    ap.add_argument("--act-order", action="store_true",
+                    help="gptq, ct-w4a16: desc_act / actorder group (a permuted g_idx, see the header)")
+    ap.add_argument("--block-size", type=int, default=128,
+                    help="fp8: rows and columns per weight_scale_inv tile (0: one weight_scale per tensor)")
+    ap.add_argument("--scale-dtype", choices=["f32", "bf16"], default="f32", help="fp8: weight_scale_inv dtype")
     ap.add_argument("--out", required=True, help="quantized checkpoint directory")
     ap.add_argument("--dequantized-out", required=True, help="float32 twin with the dequantized weights")
     ap.add_argument("--self-check", action="store_true",
                     help="unpack every packed module again and require it to equal the float32 twin")
     args = ap.parse_args(argv)
-
-    if args.group_size == 0 or args.group_size < -1:
+    int4 = args.format in INT4_FORMATS
+    if int4 and args.group_size is None:
+        ap.error(f"{args.format} needs --group-size")
+    if not int4 and args.group_size not in (None, -1):
+        ap.error(f"{args.format} has no groups (int8: one scale per output row; fp8: --block-size); "
+                 "--group-size -1 or none")
+    if int4 and (args.group_size == 0 or args.group_size < -1):
         ap.error("--group-size must be positive or -1")
     if args.format == "awq" and args.group_size == -1:
         ap.error("awq needs a positive --group-size")
     if args.format == "awq" and args.sym:
         ap.error("awq is asymmetric (zero_point true); --sym does not apply")
+    if args.act_order and (args.format not in ("gptq", "ct-w4a16") or args.group_size == -1):
+        ap.error("--act-order needs gptq or ct-w4a16 with a positive --group-size")
+    if args.block_size < 0:
+        ap.error("--block-size must be >= 0")
+    return args
 
+
+def pack_one(args, prefix, w, model_dtype):
+    """(parts, dequantized, unpacked again or None) for module `prefix`'s weight w [N, K]."""
+    if args.format in INT4_FORMATS:
+        perm = act_order_perm(w.shape[1], prefix) if args.act_order else None
+        parts, deq = pack_module(args.format, w, args.group_size, args.sym, model_dtype, perm)
+        g = w.shape[1] if args.group_size == -1 else args.group_size
+        back = unpack_module(args.format, parts, g) if args.self_check else None
+        return parts, deq, back
+    scale_dtype = {"f32": "F32", "bf16": "BF16"}[args.scale_dtype]
+    parts, deq = hf_quant_packer8.pack_module(args.format, w, model_dtype, args.block_size, scale_dtype)
+    back = hf_quant_packer8.unpack_module(args.format, parts, args.block_size) if args.self_check else None
+    return parts, deq, back
+
+
+def pack_all(args, tensors, modules, model_dtype):
+    """-> (quantized tensors, float32 twin tensors, max relative weight error)."""
+    qtensors, ftensors = {}, {}
+    for name, t in tensors.items():
+        ftensors[name] = Tensor("F32", t.to_f32()) if t.dtype in ("BF16", "F16", "F32", "F64") else t
+        qtensors[name] = t
+    max_err = 0.0
+    for prefix in modules:
+        w = tensors[prefix + ".weight"].to_f32()
+        parts, deq, back = pack_one(args, prefix, w, model_dtype)
+        del qtensors[prefix + ".weight"]  # the 8-bit formats store their codes under this name again
+        for suffix, t in parts.items():
+            qtensors[f"{prefix}.{suffix}"] = t
+        ftensors[prefix + ".weight"] = Tensor("F32", deq)
+        max_err = max(max_err, float(np.abs(deq - w).max() / max(np.abs(w).max(), 1e-30)))
+        if back is not None and not np.array_equal(back, deq):
+            sys.exit(f"self-check failed: {prefix}: unpacked != dequantized "
+                     f"(max |diff| {np.abs(back - deq).max()})")
+    return qtensors, ftensors, max_err
+
+
+def write_dir(out_dir, config, tensors, metadata, src, extra_json):
+    os.makedirs(out_dir, exist_ok=True)
+    for name in os.listdir(out_dir):
+        if is_weight_file(name) or name in extra_json or name.startswith("quant_model_description"):
+            os.remove(os.path.join(out_dir, name))
+    copy_side_files(src, out_dir)
+    for name, obj in [("config.json", config)] + sorted(extra_json.items()):
+        with open(os.path.join(out_dir, name), "w") as f:
+            json.dump(obj, f, indent=2)
+            f.write("\n")
+    write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors, metadata)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.self_check and args.format == "fp8":
+        hf_quant_packer8.e4m3_self_test()
     with open(os.path.join(args.src, "config.json")) as f:
         config = json.load(f)
     tensors, metadata = read_checkpoint(args.src)
@@ -451,59 +458,32 @@ def main(argv=None):
     model_dtype = tensors[modules[0] + ".weight"].dtype
     if model_dtype not in ("BF16", "F16", "F32"):
         sys.exit(f"{args.src}: weights are {model_dtype}, not a float dtype")
-
-    qtensors, ftensors = {}, {}
-    for name, t in tensors.items():
-        if t.dtype in ("BF16", "F16", "F32", "F64"):
-            ftensors[name] = Tensor("F32", t.to_f32())
-        else:
-            ftensors[name] = t
-        qtensors[name] = t
-    max_err = 0.0
-    for prefix in modules:
-        w = tensors[prefix + ".weight"].to_f32()
-        parts, deq = pack_module(args.format, w, args.group_size, args.sym, model_dtype)
-        del qtensors[prefix + ".weight"]
-        for suffix, t in parts.items():
-            qtensors[f"{prefix}.{suffix}"] = t
-        ftensors[prefix + ".weight"] = Tensor("F32", deq)
-        max_err = max(max_err, float(np.abs(deq - w).max() / max(np.abs(w).max(), 1e-30)))
-        if args.self_check:
-            g = w.shape[1] if args.group_size == -1 else args.group_size
-            back = unpack_module(args.format, parts, g)
-            if not np.array_equal(back, deq):
-                sys.exit(f"self-check failed: {prefix}: unpacked != dequantized "
-                         f"(max |diff| {np.abs(back - deq).max()})")
+    qtensors, ftensors, max_err = pack_all(args, tensors, modules, model_dtype)
 
     qconfig = dict(config)
-    qconfig["quantization_config"] = quant_config_for(args.format, args.group_size, args.sym, is_moe,
-                                                      model_dtype)
+    qconfig.pop("quantization_config", None)
+    if args.format in INT4_FORMATS:
+        quant = quant_config_for(args.format, args.group_size, args.sym, is_moe, model_dtype, args.act_order)
+    else:
+        quant = hf_quant_packer8.quant_config_for(args.format, is_moe, args.block_size)
+    if quant is not None:  # msModelSlim writes none: its description file says it all
+        qconfig["quantization_config"] = quant
     fconfig = dict(config)
     fconfig.pop("quantization_config", None)
     fconfig["torch_dtype"] = "float32"
-
-    qmeta = {"format": "pt"}
-    if args.format == "gptq":
-        qmeta.update({"gptq_bits": "4", "gptq_group_size": str(args.group_size),
-                      "gptq_desc_act": "False", "gptq_damp_percent": "0.01",
+    qmeta, qside = {"format": "pt"}, hf_quant_packer8.side_files(args.format, qtensors, modules)
+    if args.format in ("gptq", "gptq-int8"):
+        qmeta.update({"gptq_bits": "4" if args.format == "gptq" else "8",
+                      "gptq_group_size": str(args.group_size or -1),
+                      "gptq_desc_act": str(bool(args.act_order)), "gptq_damp_percent": "0.01",
                       "gptq_checkpoint_format": "gptq", "gptq_quant_method": "gptq"})
-    for out_dir, cfg, ts, meta in ((args.out, qconfig, qtensors, qmeta),
-                                   (args.dequantized_out, fconfig, ftensors, {"format": "pt"})):
-        os.makedirs(out_dir, exist_ok=True)
-        for name in os.listdir(out_dir):
-            if is_weight_file(name):
-                os.remove(os.path.join(out_dir, name))
-        copy_side_files(args.src, out_dir)
-        with open(os.path.join(out_dir, "config.json"), "w") as f:
-            json.dump(cfg, f, indent=2)
-            f.write("\n")
-        write_safetensors(os.path.join(out_dir, "model.safetensors"), ts, meta)
-    if args.format == "gptq":
-        with open(os.path.join(args.out, "quantize_config.json"), "w") as f:
-            json.dump(qconfig["quantization_config"], f, indent=2)
-            f.write("\n")
-    print(f"packed {len(modules)} linears of {args.src} as {args.format} g{args.group_size}"
-          f"{' sym' if args.sym or args.format == 'ct-w4a16' else ''}{' (MoE)' if is_moe else ''}: "
+        qside["quantize_config.json"] = qconfig["quantization_config"]
+    write_dir(args.out, qconfig, qtensors, qmeta, args.src, qside)
+    write_dir(args.dequantized_out, fconfig, ftensors, {"format": "pt"}, args.src, {})
+    scheme = f" g{args.group_size}" if args.format in INT4_FORMATS else ""
+    print(f"packed {len(modules)} linears of {args.src} as {args.format}{scheme}"
+          f"{' sym' if args.sym or args.format == 'ct-w4a16' else ''}{' act-order' if args.act_order else ''}"
+          f"{' (MoE)' if is_moe else ''}: "
           f"max |w_deq - w| / max|w| = {max_err:.4f}; wrote {args.out} and {args.dequantized_out}")
     return 0
 
