@@ -200,6 +200,7 @@ Status EngineCore::InitScheduler() {
   // Per rank: a shard's heads and MLP columns.
   const ModelConfig& local = model_->config();
   in.weight_formats = WeightFormatSummary(loaded_.weights);
+  weight_formats_ = WeightFormats(loaded_.weights);
   in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *
                        (4 * local.hidden_size + 2 * local.q_size() + 2 * local.kv_size() + 2 * local.intermediate_size) * 4;
   in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock()) + draft_bytes_per_block;

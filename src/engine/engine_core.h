@@ -29,6 +29,7 @@
 #include "engine/step_cost_model.h"
 #include "engine/structured_output.h"
 #include "model/model_loader.h"
+#include "model/weight_binding.h"
 #include "runner/model_runner.h"
 #include "runner/sampler.h"
 #include "sched/scheduler.h"
@@ -95,6 +96,8 @@ class EngineCore {
   const std::string& tokenizer_dir() const { return loaded_.tokenizer_path; }
   const EngineConfig& config() const { return config_; }
   const MemoryPlan& memory_plan() const { return plan_; }
+  // This rank's weights by tensor group and storage format, as loaded (/metrics' pagellm:weight_bytes).
+  const std::vector<WeightFormat>& weight_formats() const { return weight_formats_; }
   int32_t max_model_len() const { return max_model_len_; }
   std::vector<int32_t> eos_token_ids() const { return eos_token_ids_; }
   // Counters and gauges as of the last step, with the hybrid state cache's read live
@@ -159,6 +162,7 @@ class EngineCore {
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<Scheduler> scheduler_;
   MemoryPlan plan_;
+  std::vector<WeightFormat> weight_formats_;
   int32_t max_model_len_ = 0;
   std::vector<int32_t> eos_token_ids_;
   uint64_t request_counter_ = 0;

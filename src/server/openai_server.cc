@@ -22,6 +22,7 @@ StatusOr<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(LlmEngine& engine, 
   PAGELLM_ASSIGN_OR_RETURN(chat::ContentFormatOption content_format,
                            chat::ParseContentFormatOption(options.chat_template_content_format));
   std::unique_ptr<OpenAiServer> s(new OpenAiServer(engine, std::move(options)));
+  s->metrics_.SetWeightFormats(engine.core().weight_formats());
   auto tmpl = chat::LoadChatTemplate(engine.core().tokenizer_dir(), s->options_.chat_template_path);
   if (tmpl.ok()) {
     s->template_.emplace(std::move(*tmpl));

@@ -155,6 +155,20 @@ void ServerMetrics::SyncSpecDecode(const SpecDecodeStats& st) {
   }
 }
 
+void ServerMetrics::SetWeightFormats(const std::vector<WeightFormat>& formats) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const WeightFormat& f : formats) {
+    Labels l = model_labels_;
+    l.emplace_back("group", f.group);
+    l.emplace_back("format", std::string(DTypeName(f.dtype)));
+    registry_
+        .AddGauge("pagellm:weight_bytes",
+                  "Bytes of the served model's weights by tensor group (embed, lm_head, attention, mlp, other) and "
+                  "storage format, as loaded (this rank's shard under tensor parallelism).", l)
+        ->Set(static_cast<double>(f.bytes));
+  }
+}
+
 void ServerMetrics::SyncHybrid(const HybridStateStats& h, bool idle) {
   if (hybrid_ == nullptr) {
     const Labels& m = model_labels_;

@@ -24,6 +24,7 @@
 #include "engine/engine_stats.h"
 #include "engine/request_output.h"
 #include "metrics/metrics_registry.h"
+#include "model/weight_binding.h"
 
 namespace pagellm::server {
 
@@ -42,6 +43,9 @@ class ServerMetrics {
   // call; "" when nothing happened in the interval.
   std::string LogLine(const EngineStats& stats, bool idle, double now_s);
   int64_t num_aborted() const { return static_cast<int64_t>(aborted_->value()); }
+  // pagellm:weight_bytes{group, format}: the served weights per tensor group and storage
+  // format (q4_K, q8_0, bf16, ...). Called once after the model is loaded.
+  void SetWeightFormats(const std::vector<WeightFormat>& formats);
 
  private:
   void SyncEngine(const EngineStats& stats, bool idle);

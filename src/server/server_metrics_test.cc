@@ -43,6 +43,18 @@ TEST(ServerMetricsTest, PrefillTokenCapIsExportedAndZeroWhenIdle) {
   EXPECT_TRUE(Has(text, "pagellm:prefill_token_cap{model_name=\"m\"} 0"));
 }
 
+TEST(ServerMetricsTest, WeightBytesPerGroupAndFormat) {
+  ServerMetrics metrics("m");
+  metrics.SetWeightFormats({{"embed", DType::kQ6_K, 1, 1000}, {"attention", DType::kQ4_K, 8, 4096},
+                            {"attention", DType::kQ6_K, 2, 512}, {"other", DType::kF32, 9, 36}});
+  const std::string text = metrics.Render(EngineStats{}, /*idle=*/true);
+  EXPECT_TRUE(Has(text, "# TYPE pagellm:weight_bytes gauge"));
+  EXPECT_TRUE(Has(text, "pagellm:weight_bytes{model_name=\"m\",group=\"embed\",format=\"q6_K\"} 1000")) << text;
+  EXPECT_TRUE(Has(text, "pagellm:weight_bytes{model_name=\"m\",group=\"attention\",format=\"q4_K\"} 4096"));
+  EXPECT_TRUE(Has(text, "pagellm:weight_bytes{model_name=\"m\",group=\"attention\",format=\"q6_K\"} 512"));
+  EXPECT_TRUE(Has(text, "pagellm:weight_bytes{model_name=\"m\",group=\"other\",format=\"f32\"} 36"));
+}
+
 TEST(ServerMetricsTest, HybridStateCacheSeriesCarryTheEngineCounts) {
   ServerMetrics metrics("m");
   EngineStats s = HybridStats();
