@@ -34,19 +34,6 @@ void EngineCore::RecordVerification(int32_t num_drafts, int32_t num_accepted) {
   spec_policy_->Observe(num_drafts, num_accepted);
 }
 
-void EngineCore::LogDecodeStepTimes() const {
-  const SpecDecodeStats& s = stats_.spec;
-  if (s.num_verify_steps + s.num_plain_decode_steps == 0) return;
-  auto ms = [](double sec, int64_t n) { return n > 0 ? 1e3 * sec / static_cast<double>(n) : 0.0; };
-  auto per = [](int64_t sum, int64_t n) { return n > 0 ? static_cast<double>(sum) / static_cast<double>(n) : 0.0; };
-  PLOG_INFO("Decode step times: decode-only forwards with drafts {} at {:.2f} ms (batch {:.1f}), without {} at "
-            "{:.2f} ms (batch {:.1f}); draft model {} calls at {:.2f} ms", s.num_verify_steps,
-            ms(s.verify_forward_s, s.num_verify_steps), per(s.verify_batch_sum, s.num_verify_steps),
-            s.num_plain_decode_steps, ms(s.plain_decode_forward_s, s.num_plain_decode_steps),
-            per(s.plain_decode_batch_sum, s.num_plain_decode_steps), s.num_draft_model_calls,
-            ms(s.draft_model_s, s.num_draft_model_calls));
-}
-
 void EngineCore::LogSpecDecodeSummary() const {
   const SpecDecodeStats& s = stats_.spec;
   std::string per_pos;
@@ -58,25 +45,6 @@ void EngineCore::LogSpecDecodeSummary() const {
             s.num_drafts > 0 ? 1.0 + double(s.num_accepted_tokens) / s.num_drafts : 1.0, s.num_accepted_tokens,
             s.num_draft_tokens, s.num_drafts,
             s.num_draft_tokens > 0 ? 100.0 * s.num_accepted_tokens / s.num_draft_tokens : 0.0, per_pos);
-}
-
-void EngineCore::RecordDecodeStepTiming(const SchedulerOutput& out, double forward_s) {
-  int32_t num_spec = 0;
-  for (const ScheduledRequest& s : out.scheduled) {
-    if (!s.samples || s.num_new_tokens != 1 + s.num_spec_tokens) return;  // a prefill chunk is in the step
-    num_spec += s.num_spec_tokens;
-  }
-  SpecDecodeStats& st = stats_.spec;
-  const int64_t batch = static_cast<int64_t>(out.scheduled.size());
-  if (num_spec > 0) {
-    ++st.num_verify_steps;
-    st.verify_forward_s += forward_s;
-    st.verify_batch_sum += batch;
-  } else {
-    ++st.num_plain_decode_steps;
-    st.plain_decode_forward_s += forward_s;
-    st.plain_decode_batch_sum += batch;
-  }
 }
 
 double EngineCore::ProposeDrafts() {

@@ -71,7 +71,7 @@ Status DraftModelProposer::RunFeeds(std::span<const Feed> feeds, std::span<SeqSt
       s.new_token_ids.assign(f.tokens.begin() + static_cast<ptrdiff_t>(offset),
                              f.tokens.begin() + static_cast<ptrdiff_t>(offset + n));
       s.block_ids = st.blocks;
-      s.samples = f.wants_logits && offset + n == f.tokens.size();
+      s.samples = offset + n == f.tokens.size();
       st.computed.insert(st.computed.end(), s.new_token_ids.begin(), s.new_token_ids.end());
       seq_of.push_back(f.seq);
       budget -= static_cast<int32_t>(n);
@@ -136,10 +136,18 @@ StatusOr<std::vector<std::vector<int32_t>>> DraftModelProposer::Propose(std::spa
     Feed& f = feeds.emplace_back();
     f.seq = i;
     f.tokens.assign(tokens.begin() + static_cast<ptrdiff_t>(keep), tokens.end());
-    f.wants_logits = true;
     num_catch_up_tokens_ += static_cast<int64_t>(f.tokens.size()) - 1;
   }
-  PAGELLM_RETURN_IF_ERROR(RunFeeds(feeds, states, &drafts));
+  // A failed forward leaves `computed` listing tokens whose KV was never written: drop what
+  // this call's sequences hold, so the next call catches them up from scratch.
+  auto run = [&]() -> Status {
+    Status status = RunFeeds(feeds, states, &drafts);
+    if (!status.ok()) {
+      for (SeqState* st : states) Release(*st);
+    }
+    return status;
+  };
+  PAGELLM_RETURN_IF_ERROR(run());
   for (int32_t j = 1; j < k; ++j) {
     feeds.clear();
     for (size_t i = 0; i < seqs.size(); ++i) {
@@ -147,10 +155,9 @@ StatusOr<std::vector<std::vector<int32_t>>> DraftModelProposer::Propose(std::spa
       Feed& f = feeds.emplace_back();
       f.seq = i;
       f.tokens.assign(1, drafts[i].back());
-      f.wants_logits = true;
     }
     if (feeds.empty()) break;
-    PAGELLM_RETURN_IF_ERROR(RunFeeds(feeds, states, &drafts));
+    PAGELLM_RETURN_IF_ERROR(run());
   }
   return drafts;
 }

@@ -70,6 +70,7 @@ class DraftModelProposer {
   int32_t num_free_blocks() const { return static_cast<int32_t>(free_blocks_.size()); }
   int32_t num_usable_blocks() const { return options_.num_blocks - 1; }
   int32_t num_tracked() const { return static_cast<int32_t>(seqs_.size()); }
+  // Tokens fed to catch the draft KV up with the target's (besides each call's last token).
   int64_t num_catch_up_tokens() const { return num_catch_up_tokens_; }
 
  private:
@@ -81,15 +82,15 @@ class DraftModelProposer {
   // One batch entry of a forward: which sequence, which tokens (appended to computed).
   struct Feed {
     size_t seq = 0;
-    std::vector<int32_t> tokens;
-    bool wants_logits = false;
+    std::vector<int32_t> tokens;  // the last one's row gives the next draft
   };
 
   void Release(SeqState& st);
   bool Reserve(SeqState& st, int32_t num_positions);
   // Runs `feeds` (one per sequence) as forwards of at most max_num_batched_tokens tokens,
-  // a long feed split over consecutive forwards; the argmax of each wanted row (a feed's
-  // last token) is appended to out[feed.seq].
+  // a long feed split over consecutive forwards; the argmax of each feed's last row is
+  // appended to out[feed.seq]. On error some states list tokens never computed: the
+  // caller releases them.
   Status RunFeeds(std::span<const Feed> feeds, std::span<SeqState* const> states,
                   std::vector<std::vector<int32_t>>* out);
   int32_t Argmax(const float* row) const;

@@ -43,8 +43,10 @@ class EngineSpecTest : public ::testing::TestWithParam<SpecParam> {
   // where the kernels do not depend on the number of rows, rounding otherwise. In bf16
   // that rounding can move an activation by a bf16 step where the kernel takes bf16
   // activations (AVX-512 BF16), which the random weights amplify: 0.1 (measured up to
-  // 0.026 on Zen 4 with 5-row verification chunks).
-  void ExpectSame(const RunResult& got, const RunResult& want, const std::string& what, float f32_tol = 1e-4f) const {
+  // 0.026 on Zen 4 with 5-row verification chunks). In f32 the summation order of a
+  // 5-row GEMM differs from a 1-row GEMV: logprobs near -12 moved by 1.4e-4 (~1e-5
+  // relative) in a clean-clone run of the MoE preset on Zen 5, so 5e-4.
+  void ExpectSame(const RunResult& got, const RunResult& want, const std::string& what, float f32_tol = 5e-4f) const {
     ExpectSameOutputs(got, want, what, dtype() == DType::kF32 ? f32_tol : 0.1f);
   }
   void ExpectNoLeak(const EngineCore& core) const {
