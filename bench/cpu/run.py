@@ -4,9 +4,10 @@
   /usr/bin/python3 bench/cpu/run.py [--pagellm build/pagellm] [--quick] [--runs 3]
         [--work /tmp/pagellm-bench] [--ctx-len 8192] [--only bf16,int8,q8_0] [--json out.json]
 
-Builds the checkpoint once (`pagellm make-dummy-model --preset qwen3-0.6b`), converts it with
-`pagellm convert --outtype f16|bf16|q8_0` (row q4_k_m: llama.cpp's own quantizer on the F16 file,
-tests/parity/llama_quantize.py), measures the machine's ceilings (bench/cpu/ceilings.c:
+Builds the checkpoint once (`pagellm make-dummy-model --preset qwen3-0.6b`, or --preset), converts
+it with `pagellm convert --outtype f16|bf16|q8_0` (rows q4_k_m, q5_k_m, q6_k, iq4_xs, q4_0:
+llama.cpp's own quantizer on the F16 file, tests/parity/llama_quantize.py; rows awq, gptq: the
+reference packer's int4 checkpoints, group 128, tests/quant/hf_quant_packer.py), measures the machine's ceilings (bench/cpu/ceilings.c:
 DRAM read bandwidth, vdpbf16ps peak) and then, for each precision row and case, runs pagellm
 (`pagellm bench throughput`) and llama.cpp (bench/cpu/llama_cpp_bench.mjs), 2 threads each:
   prefill  1 prompt of 512 tokens, 1 generated          -> prompt tokens/s
@@ -33,6 +34,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,10 +58,17 @@ ROWS = {
                   "env": {"PAGELLM_Q8_0_REPACK": "0", "PAGELLM_Q8_0_GEMM": "0"}},
     # llama.cpp's own quantizer on the F16 file (tests/parity/llama_quantize.py); both engines
     # read that one file. Ceiling bytes per token = the file's size.
-    "q4_k_m": {"model": "q4_k_m", "flags": [], "llama": ["q4_k_m"], "weight_bytes": "q4_k_m"},
+    **{t: {"model": t, "flags": [], "llama": [t], "weight_bytes": t}
+       for t in ("q4_k_m", "q5_k_m", "q6_k", "iq4_xs", "q4_0")},
+    # Hugging Face int4 checkpoints made by the reference packer (tests/quant/hf_quant_packer.py,
+    # group 128) from the bf16 checkpoint; llama.cpp cannot read them, so no llama.cpp column:
+    # compare their fraction of the ceiling (bytes = the checkpoint's safetensors) with q4_k_m's.
+    **{t: {"model": t, "flags": [], "llama": [], "weight_bytes": t} for t in ("awq", "gptq")},
 }
 # Rows whose GGUF is made by llama.cpp's quantizer from the F16 file.
-LLAMA_QUANTIZED = ("q4_k_m",)
+LLAMA_QUANTIZED = ("q4_k_m", "q5_k_m", "q6_k", "iq4_xs", "q4_0")
+# Rows whose checkpoint the reference packer makes: (packer --format, extra flags).
+HF_PACKED = {"awq": ("awq", []), "gptq": ("gptq", [])}
 TAKEN_CASES = ("decode", "batch")
 
 
@@ -76,20 +85,35 @@ def sh(cmd, env=None):
     return res.stdout
 
 
+def safetensors_bytes(folder):
+    return sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder) if n.endswith(".safetensors"))
+
+
 def prepare(args):
     os.makedirs(args.work, exist_ok=True)
-    hf = os.path.join(args.work, "qwen3-0.6b")
-    if not os.path.exists(os.path.join(hf, "model.safetensors")):
-        sh([args.pagellm, "make-dummy-model", "--preset", "qwen3-0.6b", "--out", hf])
+    only = args.only.split(",")
+    hf = os.path.join(args.work, args.preset)
+    if not os.path.exists(os.path.join(hf, "config.json")):
+        sh([args.pagellm, "make-dummy-model", "--preset", args.preset, "--out", hf])
     ggufs = {}
-    for t in ("f16", "bf16", "q8_0"):
-        ggufs[t] = os.path.join(args.work, f"qwen3-0.6b-{t}.gguf")
+    # F16 feeds llama.cpp's quantizer; BF16 / Q8_0 only when a row reads them.
+    wanted = {"f16"} | {t for r in only for t in ROWS[r]["llama"] + [ROWS[r]["model"]] if t in ("f16", "bf16", "q8_0")}
+    for t in sorted(wanted):
+        ggufs[t] = os.path.join(args.work, f"{args.preset}-{t}.gguf")
         if not os.path.exists(ggufs[t]):
             sh([args.pagellm, "convert", hf, "--outtype", t, "--outfile", ggufs[t]])
-    for t in [t for t in LLAMA_QUANTIZED if t in args.only.split(",")]:  # ~1 min each on an idle machine
-        ggufs[t] = os.path.join(args.work, f"qwen3-0.6b-{t}.gguf")
+    for t in [t for t in LLAMA_QUANTIZED if t in only]:  # ~1 min each for qwen3-0.6b on an idle machine
+        ggufs[t] = os.path.join(args.work, f"{args.preset}-{t}.gguf")
         if not os.path.exists(ggufs[t]):
             sh([sys.executable, os.path.join(ROOT, "tests", "parity", "llama_quantize.py"), ggufs["f16"], ggufs[t], t])
+    for t in [t for t in HF_PACKED if t in only]:
+        fmt_name, extra = HF_PACKED[t]
+        ggufs[t] = os.path.join(args.work, f"{args.preset}-{t}-g128")  # a checkpoint folder, not a GGUF
+        if not os.path.exists(os.path.join(ggufs[t], "config.json")):
+            sh([sys.executable, os.path.join(ROOT, "tests", "quant", "hf_quant_packer.py"), "--in", hf, "--format",
+                fmt_name, "--group-size", "128", *extra, "--out", ggufs[t], "--dequantized-out",
+                ggufs[t] + "-dequantized"])
+            shutil.rmtree(ggufs[t] + "-dequantized")  # the fidelity tests' twin; not benchmarked
     exe = os.path.join(args.work, "ceilings")
     sh(["gcc", "-O2", "-march=native", "-fopenmp", os.path.join(HERE, "ceilings.c"), "-o", exe])
     return hf, ggufs, exe
@@ -99,10 +123,11 @@ def model_bytes(hf, ggufs):
     """Bytes streamed per decode step for each row, and KV bytes per context token."""
     with open(os.path.join(hf, "config.json")) as f:
         c = json.load(f)
-    bf16 = os.path.getsize(os.path.join(hf, "model.safetensors"))  # tied: embed read as lm_head
+    bf16 = safetensors_bytes(hf)  # tied: embed read as lm_head
     kv_per_token = c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * c["head_dim"] * 2
-    return {"bf16": bf16, "int8": bf16 / 2, "q8_0": os.path.getsize(ggufs["q8_0"]),
+    return {"bf16": bf16, "int8": bf16 / 2, **{t: os.path.getsize(ggufs[t]) for t in ("q8_0",) if t in ggufs},
             **{t: os.path.getsize(ggufs[t]) for t in LLAMA_QUANTIZED if t in ggufs},
+            **{t: safetensors_bytes(ggufs[t]) for t in HF_PACKED if t in ggufs},
             "kv_per_token": kv_per_token, "params": bf16 / 2,
             "embed_params": c["vocab_size"] * c["hidden_size"]}
 
@@ -236,13 +261,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pagellm", default=os.path.join(ROOT, "build", "pagellm"))
     p.add_argument("--work", default="/tmp/pagellm-bench")
+    p.add_argument("--preset", default="qwen3-0.6b", help="dummy model shape (e.g. qwen3-8b: ~16 GB bf16 on disk)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="1 run of everything")
     p.add_argument("--ctx-len", type=int, default=8192)
     p.add_argument("--decode-len", type=int, default=128, help="tokens generated in the decode case")
     p.add_argument("--batch-len", type=int, default=64, help="tokens generated per sequence in the batch case")
     p.add_argument("--only", default="bf16,int8,q8_0",
-                   help="precision rows to run (also bf16-inplace, q8_0-inplace, q8_0-gemv, q4_k_m)")
+                   help="precision rows to run (also bf16-inplace, q8_0-inplace, q8_0-gemv, q4_k_m, q5_k_m, "
+                        "q6_k, iq4_xs, q4_0, awq, gptq)")
     p.add_argument("--cases", default="prefill,decode,batch,ctx,taken")
     p.add_argument("--json", default="", help="write every run's figures and loads here")
     p.add_argument("--skip-llama", action="store_true", help="pagellm only (e.g. to compare two pagellm builds)")
@@ -252,7 +279,7 @@ def main():
     b = model_bytes(hf, ggufs)
     ceil = json.loads(sh([ceil_exe], {"OMP_NUM_THREADS": "2", "OMP_PROC_BIND": "true"}))
     print(f"ceilings (2 threads, load {load():.2f}): {json.dumps(ceil)}", flush=True)
-    models = {"hf": hf, "q8_0": ggufs["q8_0"], **{t: ggufs[t] for t in LLAMA_QUANTIZED if t in ggufs}}
+    models = {"hf": hf, **{t: ggufs[t] for t in ("q8_0",) + LLAMA_QUANTIZED + tuple(HF_PACKED) if t in ggufs}}
     table, taken, log = [], [], []
     for row in args.only.split(","):
         for case in args.cases.split(","):
