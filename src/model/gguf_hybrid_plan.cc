@@ -122,7 +122,8 @@ class ForwardBuilder {
   Status AddSplitGateUp(const WeightSpec& spec) {
     const int64_t E = spec.shape[0], ie = spec.shape[1] / 2, h = spec.shape[2];
     for (int half = 0; half < 2; ++half) {
-      GgufTensorPlan p{Blk(spec, half == 0 ? "ffn_gate_exps.weight" : "ffn_up_exps.weight"), {E, ie, h}, {spec.name}};
+      GgufTensorPlan p{Blk(spec, half == 0 ? "ffn_gate_exps.weight" : "ffn_up_exps.weight"), {E, ie, h}, {spec.name},
+                       {}, {}, GgufValueOp::kNone};
       for (int64_t e = 0; e < E; ++e) AppendRows(p.rows, 0, e * 2 * ie + half * ie, ie);
       plans_.push_back(std::move(p));
     }
@@ -133,11 +134,11 @@ class ForwardBuilder {
   Status AddSplitQkvz(const WeightSpec& spec) {
     const int64_t nk = c_.linear_num_key_heads, dk = c_.linear_key_head_dim;
     const int64_t rdv = c_.linear_value_dim() / nk, group = 2 * dk + 2 * rdv, h = spec.shape[1];
-    GgufTensorPlan qkv{Blk(spec, "attn_qkv.weight"), {c_.linear_conv_dim(), h}, {spec.name}};
+    GgufTensorPlan qkv{Blk(spec, "attn_qkv.weight"), {c_.linear_conv_dim(), h}, {spec.name}, {}, {}, GgufValueOp::kNone};
     for (int64_t g = 0; g < nk; ++g) AppendRows(qkv.rows, 0, g * group, dk);
     for (int64_t g = 0; g < nk; ++g) AppendRows(qkv.rows, 0, g * group + dk, dk);
     for (int64_t g = 0; g < nk; ++g) AppendRows(qkv.rows, 0, g * group + 2 * dk, rdv);
-    GgufTensorPlan z{Blk(spec, "attn_gate.weight"), {c_.linear_value_dim(), h}, {spec.name}};
+    GgufTensorPlan z{Blk(spec, "attn_gate.weight"), {c_.linear_value_dim(), h}, {spec.name}, {}, {}, GgufValueOp::kNone};
     for (int64_t g = 0; g < nk; ++g) AppendRows(z.rows, 0, g * group + 2 * dk + rdv, rdv);
     plans_.push_back(std::move(qkv));
     plans_.push_back(std::move(z));

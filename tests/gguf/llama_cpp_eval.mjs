@@ -5,13 +5,15 @@
 //
 //   node tests/gguf/llama_cpp_eval.mjs --model M.gguf --tokens 9707,11,1879 [--top-k 10]
 //        [--full-out logprobs.json] [--full-out-f32 logprobs.f32] [--text "Hello"] [--threads 2]
-//        [--generate 64] [--flash-attention auto|on|off] [--kv-type F16|F32|BF16|Q8_0]
+//        [--generate 64 [--generate-argmax]] [--flash-attention auto|on|off] [--kv-type F16|F32|BF16|Q8_0]
 //
 // Output: {n_vocab, tokens, text_tokens?, positions: [{pos, argmax, top: [[id, logprob], ...]}],
 //          generated?: [id, ...], generated_top?: [[[id, logprob] x2], ...]}
 // --generate N continues greedily (argmax, end-of-generation tokens ignored) for N tokens,
 // one token per decode call as a server would; generated_top[i] is the top-2 that chose
-// generated[i].
+// generated[i]. With --generate-argmax each step takes the sampler's own temperature-0 token
+// and no probability map (generated_top is then absent): the map of a 151,936-entry
+// vocabulary costs ~120 ms per token on a 2-core Zen 5, 85% of a 64-token run.
 // node-llama-cpp exposes no raw logits; with temperature 0 its sampler returns softmax over
 // the full vocabulary of the raw logits, so logprob = log(p) = logit - logsumexp(logits)
 // (comparisons should use log_softmax of pagellm's logits). --full-out writes every
@@ -43,6 +45,7 @@ function parseArgs(argv) {
     else if (k === "--kv-type") args.kvType = v;
     else if (k === "--threads") args.threads = Number(v);
     else if (k === "--generate") args.generate = Number(v);
+    else if (k === "--generate-argmax") { args.generateArgmax = true; --i; }
     else throw new Error(`unknown argument ${k}`);
   }
   if (args.flashAttention === undefined) throw new Error("--flash-attention takes auto, on or off");
@@ -99,7 +102,16 @@ for (let pos = 0; pos < tokens.length; ++pos) {
     fullF32.push(lp);
   }
 }
-if (args.generate) {
+if (args.generate && args.generateArgmax) {
+  out.generated = [];
+  let next = out.positions[out.positions.length - 1].argmax;
+  for (let i = 0; i < args.generate; ++i) {
+    out.generated.push(next);
+    if (i + 1 === args.generate) break;
+    const [res] = await sequence.controlledEvaluate([[next, { generateNext: { token: true, options: { temperature: 0 } } }]]);
+    next = res.next.token;
+  }
+} else if (args.generate) {
   out.generated = [];
   out.generated_top = [out.positions[out.positions.length - 1].top.slice(0, 2)];
   let next = out.positions[out.positions.length - 1].argmax;

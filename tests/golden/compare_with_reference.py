@@ -97,29 +97,42 @@ def check_case(pagellm, work, name, preset, dtype, edits):
             cfg.update(edits)
             json.dump(cfg, open(os.path.join(model, "config.json"), "w"), indent=2)
     failures = []
+    kv_dtype = "float32" if dtype == "f32" else "auto"
+    flags = {"--act-bf16": "act_bf16", "--kv-bf16": "kv_bf16"}
+    # One reference process for the whole case (torch and the weights load once): per prompt
+    # the engine's recipe with its greedy tokens and, where the recipe rounds, the exact run.
+    jobs, paths = [], []
     for i, ids in enumerate(prompts(None)):
-        ids_arg = ",".join(map(str, ids))
         ours_path = os.path.join(work, f"{name}-{i}-ours.npy")
         ref_path = os.path.join(work, f"{name}-{i}-ref.npy")
-        kv_dtype = "float32" if dtype == "f32" else "auto"
-        run([pagellm, "logits", "--model", model, "--prompt-ids", ids_arg, "--out", ours_path,
+        exact_path = os.path.join(work, f"{name}-{i}-exact.npy") if recipe(dtype) else None
+        run([pagellm, "logits", "--model", model, "--prompt-ids", ",".join(map(str, ids)), "--out", ours_path,
              "--kv-cache-dtype", kv_dtype])
         greedy_n = GREEDY_TOKENS if len(ids) < 100 else 0
-        ref = json.loads(run([REFERENCE, model, "--ids", ids_arg, "--out", ref_path, "--greedy", str(greedy_n)]
-                             + recipe(dtype)))
+        jobs.append({"ids": ids, "greedy": greedy_n, "out": ref_path, "recipe": {flags[f]: True for f in recipe(dtype)}})
+        if exact_path:
+            jobs.append({"ids": ids, "greedy": 0, "out": exact_path})
+        paths.append((ours_path, ref_path, exact_path, len(jobs) - (2 if exact_path else 1)))
+    jobs_path = os.path.join(work, f"{name}-jobs.json")
+    json.dump(jobs, open(jobs_path, "w"))
+    greedies = json.loads(run([REFERENCE, model, "--jobs", jobs_path]))
+    for i, ids in enumerate(prompts(None)):
+        ids_arg = ",".join(map(str, ids))
+        ours_path, ref_path, exact_path, job = paths[i]
+        greedy_n = jobs[job]["greedy"]
+        ref = {"greedy": greedies[job]}
         ours, theirs = np.load(ours_path).astype(np.float64), np.load(ref_path)
         exact_rel = 0.0
-        if recipe(dtype):
-            exact_path = os.path.join(work, f"{name}-{i}-exact.npy")
-            run([REFERENCE, model, "--ids", ids_arg, "--out", exact_path])
+        if exact_path:
             exact = np.load(exact_path)
             exact_rel = np.abs(ours - exact).max() / np.abs(exact).max()
+            del exact
             if exact_rel > EXACT_REL_ERR[dtype]:
                 failures.append(f"{name}#{i}: distance to the exact reference {exact_rel:.2e} > {EXACT_REL_ERR[dtype]}")
         # The arrays are [T, vocab] float64 (~350 MB for the 300-token prompt): drop them once
         # loaded, so a full suite does not leave gigabytes behind (PAGELLM_KEEP_GOLDEN=1 keeps them).
-        for path in (ours_path, ref_path, os.path.join(work, f"{name}-{i}-exact.npy")):
-            if os.path.exists(path) and not os.environ.get("PAGELLM_KEEP_GOLDEN"):
+        for path in (ours_path, ref_path, exact_path):
+            if path and os.path.exists(path) and not os.environ.get("PAGELLM_KEEP_GOLDEN"):
                 os.remove(path)
         if ours.shape != theirs.shape:
             failures.append(f"{name}#{i}: shape {ours.shape} vs {theirs.shape}")

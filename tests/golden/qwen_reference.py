@@ -7,6 +7,7 @@ It shares no code with pagellm: it parses config.json and safetensors itself.
 
   qwen_reference.py MODEL_DIR --ids 1,2,3 [--greedy N] --out logits.npy [--act-bf16] [--kv-bf16]
       [--act-f16 | --act-q8_0] [--kv-f16]
+  qwen_reference.py MODEL_DIR --jobs jobs.json   (several prompts / recipes, one load)
 
 --act-bf16 rounds the input of every linear layer to bf16 and --kv-bf16 rounds cached
 keys/values to bf16: the numerical recipe of a bf16 engine (llama.cpp, vLLM and pagellm
@@ -137,7 +138,7 @@ ACT_ROUND = {"none": lambda x: x, "bf16": bf16, "f16": f16, "q8_0": q8_0}
 KV_ROUND = {"none": lambda x: x, "bf16": bf16, "f16": f16}
 
 
-def forward(cfg, w, ids, act="none", kv="none", matmul_f32=False):
+def forward(cfg, w, ids, act="none", kv="none", matmul_f32=False, last_only=False):
     act_round, kv_round = ACT_ROUND[act], KV_ROUND[kv]
 
     def mm(x, weight):
@@ -179,15 +180,45 @@ def forward(cfg, w, ids, act="none", kv="none", matmul_f32=False):
         x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
         g = lin("mlp.gate_proj", x)
         h = h + lin("mlp.down_proj", torch.nn.functional.silu(g) * lin("mlp.up_proj", x))
+    if last_only:  # greedy steps need the last row's logits only (rows are independent)
+        h = h[-1:]
     h = rms_norm(h, w["model.norm.weight"], eps)
     lm = w.get("lm_head.weight", w["model.embed_tokens.weight"])
     return mm(act_round(h), lm)
 
 
+def run_job(cfg, w, ids, greedy_n, out, recipe):
+    """Prompt logits to `out` (.npy, when given) and greedy_n greedy tokens."""
+    logits = forward(cfg, w, ids, **recipe)
+    if out:
+        np.save(out, logits.numpy())
+    del logits
+    greedy = []
+    seq = list(ids)
+    for _ in range(greedy_n):
+        # Full recompute each step: slow but independent of any cache logic.
+        nxt = int(forward(cfg, w, seq, last_only=True, **recipe)[-1].argmax())
+        greedy.append(nxt)
+        seq.append(nxt)
+        if len(seq) > 4096:
+            break
+    return greedy
+
+
+def recipe_of(act_bf16=False, kv_bf16=False, act_f16=False, act_q8_0=False, kv_f16=False, matmul_f32=False):
+    acts = [a for a, on in [("bf16", act_bf16), ("f16", act_f16), ("q8_0", act_q8_0)] if on]
+    kvs = [k for k, on in [("bf16", kv_bf16), ("f16", kv_f16)] if on]
+    if len(acts) > 1 or len(kvs) > 1:
+        sys.exit("at most one --act-* and one --kv-* recipe flag")
+    return dict(act=(acts or ["none"])[0], kv=(kvs or ["none"])[0], matmul_f32=matmul_f32)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
-    ap.add_argument("--ids", required=True, help="comma-separated prompt token ids")
+    ap.add_argument("--ids", help="comma-separated prompt token ids")
+    ap.add_argument("--jobs", help="JSON file: a list of {ids, greedy, out, recipe: {act_bf16: true, ...}}, run "
+                                   "with one load of the weights; prints a list of greedy token lists")
     ap.add_argument("--greedy", type=int, default=0, help="also decode N greedy tokens")
     ap.add_argument("--out", help="write prompt logits [T, V] as .npy (float64)")
     ap.add_argument("--act-bf16", action="store_true", help="round linear-layer inputs to bf16")
@@ -197,27 +228,20 @@ def main():
     ap.add_argument("--kv-f16", action="store_true", help="round cached keys/values to f16 (llama.cpp's KV cache)")
     ap.add_argument("--matmul-f32", action="store_true", help="linear layers in float32 (a rounding-noise twin)")
     args = ap.parse_args()
+    if (args.ids is None) == (args.jobs is None):
+        sys.exit("give --ids or --jobs")
     cfg = json.load(open(os.path.join(args.model_dir, "config.json")))
     w = load_weights(args.model_dir)
-    ids = [int(t) for t in args.ids.split(",")]
     with torch.no_grad():
-        acts = [a for a, on in [("bf16", args.act_bf16), ("f16", args.act_f16), ("q8_0", args.act_q8_0)] if on]
-        kvs = [k for k, on in [("bf16", args.kv_bf16), ("f16", args.kv_f16)] if on]
-        if len(acts) > 1 or len(kvs) > 1:
-            sys.exit("at most one --act-* and one --kv-* recipe flag")
-        recipe = dict(act=(acts or ["none"])[0], kv=(kvs or ["none"])[0], matmul_f32=args.matmul_f32)
-        logits = forward(cfg, w, ids, **recipe)
-        if args.out:
-            np.save(args.out, logits.numpy())
-        greedy = []
-        seq = list(ids)
-        for _ in range(args.greedy):
-            # Full recompute each step: slow but independent of any cache logic.
-            nxt = int(forward(cfg, w, seq, **recipe)[-1].argmax())
-            greedy.append(nxt)
-            seq.append(nxt)
-            if len(seq) > 4096:
-                break
+        if args.jobs:
+            results = []
+            for job in json.load(open(args.jobs)):
+                results.append(run_job(cfg, w, [int(t) for t in job["ids"]], job.get("greedy", 0), job.get("out"),
+                                       recipe_of(**job.get("recipe", {}))))
+            json.dump(results, sys.stdout)
+            return
+        recipe = recipe_of(args.act_bf16, args.kv_bf16, args.act_f16, args.act_q8_0, args.kv_f16, args.matmul_f32)
+        greedy = run_job(cfg, w, [int(t) for t in args.ids.split(",")], args.greedy, args.out, recipe)
     json.dump({"greedy": greedy}, sys.stdout)
 
 

@@ -122,8 +122,14 @@ def llama_cpp(args, gguf, ids, top_k=20, generate=None):
     generate = args.max_tokens if generate is None else generate
     out = run(["node", EVAL, "--model", gguf, "--tokens", ",".join(map(str, ids)), "--top-k", str(top_k),
                "--flash-attention", CONFIGS[args.llama_cpp_config][0], "--kv-type", CONFIGS[args.llama_cpp_config][1]]
-              + (["--generate", str(generate)] if generate else []))
+              + (["--generate", str(generate), "--generate-argmax"] if generate else []))
     return json.loads(out)
+
+
+def llama_cpp_top2_after(args, gguf, tokens):
+    """llama.cpp's top-2 [[id, logprob], ...] for the token after `tokens` (the margin at a
+    greedy divergence; the greedy run itself records no probabilities, see llama_cpp_eval.mjs)."""
+    return llama_cpp(args, gguf, tokens, top_k=2, generate=0)["positions"][-1]["top"]
 
 
 def teacher_forced_greedy(args, gguf, ids, greedy):
@@ -191,7 +197,6 @@ def check_prompt(args, gguf, ids, dtype, idx, report):
     if args.num_valid_tokens:
         ref, bad, near = teacher_forced_greedy(args, gguf, ids, greedy)
         ref["generated"] = greedy if not bad else []
-        ref["generated_top"] = []
     else:
         ref = llama_cpp(args, gguf, ids)
     ours = pagellm_logprobs(args, gguf, ids, dtype, f"gguf_{idx}")
@@ -203,7 +208,9 @@ def check_prompt(args, gguf, ids, dtype, idx, report):
     ok = bool(not mismatch and delta <= args.logprob_tol)
     div = first_divergence(greedy, ref["generated"])
     if div is not None:
-        top = ref["generated_top"][div] if div < len(ref["generated_top"]) else []
+        top = []
+        if not args.num_valid_tokens and div < len(ref["generated"]):
+            top = llama_cpp_top2_after(args, gguf, ids + ref["generated"][:div])
         margin = top_margin(top)
         entry.update(first_divergence=div, llama_cpp_margin=round(margin, 6))
         if margin < args.logprob_tol:
