@@ -366,6 +366,14 @@ Status ParseHybrid(const Json& json, ModelConfig& c) {
   if (auto params = json.find("rope_parameters"); params != json.end() && params->is_object()) {
     PAGELLM_ASSIGN_OR_RETURN(c.mrope_section, GetIntArray(*params, "mrope_section"));
   }
+  PAGELLM_ASSIGN_OR_RETURN(auto mtp, GetInt(json, "mtp_num_hidden_layers"));
+  if (!mtp.has_value()) {
+    PAGELLM_ASSIGN_OR_RETURN(mtp, GetInt(json, "num_nextn_predict_layers"));
+  }
+  c.mtp_num_hidden_layers = mtp.value_or(c.arch == ModelArch::kQwen3Next ? 1 : 0);
+  if (c.mtp_num_hidden_layers < 0 || c.mtp_num_hidden_layers > 8) {
+    return InvalidArgumentError("config key 'mtp_num_hidden_layers' must be in [0, 8]");
+  }
   return OkStatus();
 }
 

@@ -89,6 +89,10 @@ struct ModelConfig {
   std::vector<int64_t> mrope_section;    // Qwen3.5 [11, 11, 10]; text-only = plain partial RoPE
   // Prefix of the decoder tensors: "model." or Qwen3.5's "model.language_model.".
   std::string weight_prefix = "model.";
+  // Multi-token-prediction layers shipped as mtp.* (Qwen3.5 mtp_num_hidden_layers;
+  // num_nextn_predict_layers; Qwen3-Next checkpoints say neither and ship one, as vLLM
+  // assumes). Loaded only for --speculative-config '{"method": "mtp"}'.
+  int64_t mtp_num_hidden_layers = 0;
 
   int64_t rotary_dim() const { return static_cast<int64_t>(head_dim * partial_rotary_factor); }
   int64_t q_size() const { return num_attention_heads * head_dim; }

@@ -210,7 +210,10 @@ StatusOr<std::vector<std::string>> WriteDummyCheckpoint(const DummyCheckpointOpt
   files.push_back("config.json");
   files.push_back("generation_config.json");
   SafetensorsWriter writer;
-  for (const WeightSpec& spec : ListWeightSpecs(config)) {
+  // As the released checkpoints: the MTP head ships with the model (Qwen3.5, Qwen3-Next).
+  std::vector<WeightSpec> specs = ListWeightSpecs(config);
+  for (WeightSpec& spec : ListMtpWeightSpecs(config)) specs.push_back(std::move(spec));
+  for (const WeightSpec& spec : specs) {
     PAGELLM_RETURN_IF_ERROR(writer.Add(spec.name, options.dtype, spec.shape, [&, spec](std::span<std::byte> out) {
       FillDummyTensor(config, spec, options.seed, options.dtype, out);
     }));

@@ -83,11 +83,13 @@ DummyInit DummyInitFor(const ModelConfig& c, const WeightSpec& spec) {
     case WeightRole::kLmHead: return {0.0f, kLogitStd / std::sqrt(H), true};
     // Zero-centred norms (Next / 3.5) store w with the effective weight 1 + w.
     case WeightRole::kFinalNorm:
+    case WeightRole::kMtpNorm:
     case WeightRole::kLayerNorm: return {c.zero_centered_norms ? 0.0f : 1.0f, kNormNoise, false};
     case WeightRole::kQkNorm: return {c.zero_centered_norms ? kQkNormMean - 1.0f : kQkNormMean, kNormNoise, false};
     case WeightRole::kQProj:
     case WeightRole::kKProj: return {0.0f, kQkGain / std::sqrt(fan_in()), false};
     case WeightRole::kVProj:
+    case WeightRole::kMtpFc:
     case WeightRole::kGateUp: return {0.0f, 1.0f / std::sqrt(fan_in()), false};
     case WeightRole::kOProj:
     case WeightRole::kDown: return {0.0f, residual_gain / std::sqrt(fan_in()), false};
@@ -135,12 +137,17 @@ void FillDummyTensor(const ModelConfig& config, const WeightSpec& spec, uint64_t
   });
 }
 
-StatusOr<std::unique_ptr<TensorStore>> GenerateDummyWeights(const ModelConfig& config, uint64_t seed, DType dtype) {
+StatusOr<std::unique_ptr<TensorStore>> GenerateDummyWeights(const ModelConfig& config, uint64_t seed, DType dtype,
+                                                            bool with_mtp) {
   if (dtype != DType::kBF16 && dtype != DType::kF16 && dtype != DType::kF32) {
     return InvalidArgumentError(fmt::format("dummy weights cannot be {}", DTypeName(dtype)));
   }
   auto store = std::make_unique<TensorStore>();
-  for (const WeightSpec& spec : ListWeightSpecs(config)) {
+  std::vector<WeightSpec> specs = ListWeightSpecs(config);
+  if (with_mtp) {
+    for (WeightSpec& spec : ListMtpWeightSpecs(config)) specs.push_back(std::move(spec));
+  }
+  for (const WeightSpec& spec : specs) {
     TensorView& view = store->Allocate(spec.name, dtype, spec.shape);
     FillDummyTensor(config, spec, seed, dtype, std::span<std::byte>(static_cast<std::byte*>(view.data), view.nbytes()));
   }

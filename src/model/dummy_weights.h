@@ -55,7 +55,8 @@ DummyInit DummyInitFor(const ModelConfig& config, const WeightSpec& spec);
 void FillDummyTensor(const ModelConfig& config, const WeightSpec& spec, uint64_t seed, DType dtype,
                      std::span<std::byte> out);
 
-// Every tensor of ListWeightSpecs(config), in memory.
-StatusOr<std::unique_ptr<TensorStore>> GenerateDummyWeights(const ModelConfig& config, uint64_t seed, DType dtype);
+// Every tensor of ListWeightSpecs(config), in memory; with_mtp adds ListMtpWeightSpecs'.
+StatusOr<std::unique_ptr<TensorStore>> GenerateDummyWeights(const ModelConfig& config, uint64_t seed, DType dtype,
+                                                            bool with_mtp = false);
 
 }  // namespace pagellm

@@ -61,7 +61,7 @@ void PickExpertLayout(ModelConfig& config, const TensorSource& source) {
 }
 
 StatusOr<ModelWeights> LoadSafetensorsWeights(ModelConfig& config, const std::string& dir, DType dtype,
-                                              const HfQuantConfig& quant, size_t& num_files) {
+                                              const HfQuantConfig& quant, bool load_mtp, size_t& num_files) {
   PAGELLM_ASSIGN_OR_RETURN(auto ckpt, SafetensorsCheckpoint::Open(dir, DrawProgress));
   num_files = ckpt->files().size();
   std::unique_ptr<HfQuantTensorSource> repacked;
@@ -75,7 +75,7 @@ StatusOr<ModelWeights> LoadSafetensorsWeights(ModelConfig& config, const std::st
   }
   const TensorSource& source = repacked != nullptr ? static_cast<const TensorSource&>(*repacked) : *ckpt;
   PickExpertLayout(config, source);
-  PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindWeights(config, source, dtype));
+  PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindWeights(config, source, dtype, load_mtp));
   // The float views share the embedding's dtype (BindWeights); quantized ones stay.
   if (weights.embed_tokens.dtype != dtype) {
     PLOG_INFO("converting {}weights from {} to {}", quant.quantized() ? "float " : "",
@@ -117,10 +117,10 @@ StatusOr<LoadedModel> LoadModel(const LoadOptions& options) {
       PLOG_INFO("--load-format dummy: random float weights; the checkpoint's {} quantization is not applied",
                 quant.Describe());
     }
-    PAGELLM_ASSIGN_OR_RETURN(auto store, GenerateDummyWeights(model.config, options.seed, dtype));
-    PAGELLM_ASSIGN_OR_RETURN(model.weights, BindWeights(model.config, *store));
+    PAGELLM_ASSIGN_OR_RETURN(auto store, GenerateDummyWeights(model.config, options.seed, dtype, options.load_mtp));
+    PAGELLM_ASSIGN_OR_RETURN(model.weights, BindWeights(model.config, *store, std::nullopt, options.load_mtp));
   } else if (format == "safetensors") {
-    PAGELLM_ASSIGN_OR_RETURN(model.weights, LoadSafetensorsWeights(model.config, dir, dtype, quant, num_files));
+    PAGELLM_ASSIGN_OR_RETURN(model.weights, LoadSafetensorsWeights(model.config, dir, dtype, quant, options.load_mtp, num_files));
     model.quantization = quant;
   } else if (format.empty()) {
     return NotFoundError(fmt::format(

@@ -35,6 +35,9 @@ struct LoadOptions {
   // vLLM's --quantization, checked against config.json's quantization_config
   // (model/quantization_flag.h): none (take the checkpoint's) | int8 | awq | gptq | fp8 | ...
   std::string quantization = "none";
+  // Also load the multi-token-prediction head (mtp.*) for --speculative-config method mtp;
+  // NotFound when the checkpoint has none.
+  bool load_mtp = false;
 };
 
 struct LoadedModel {

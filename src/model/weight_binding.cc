@@ -38,24 +38,34 @@ bool AcceptsQuantized(const WeightSpec& spec, DType dtype) {
   }
 }
 
+void AppendLayerViews(LayerWeights& l, std::vector<TensorView*>& views) {
+  for (TensorView* v : {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias, &l.v_bias,
+                        &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm, &l.gate_proj,
+                        &l.up_proj, &l.down_proj, &l.gdn_in_proj_qkv, &l.gdn_in_proj_z, &l.gdn_in_proj_b,
+                        &l.gdn_in_proj_a, &l.gdn_in_proj_qkvz, &l.gdn_in_proj_ba, &l.gdn_conv1d, &l.gdn_dt_bias,
+                        &l.gdn_a_log, &l.gdn_norm, &l.gdn_out_proj, &l.moe_router, &l.experts_gate_up,
+                        &l.experts_down, &l.shared_gate_proj, &l.shared_up_proj, &l.shared_down_proj,
+                        &l.shared_expert_gate}) {
+    views.push_back(v);
+  }
+  for (auto* list : {&l.expert_gate_proj, &l.expert_up_proj, &l.expert_down_proj}) {
+    for (TensorView& v : *list) views.push_back(&v);
+  }
+}
+
+// The MTP head's views (empty when it was not loaded).
+std::vector<TensorView*> MtpViews(ModelWeights& w) {
+  std::vector<TensorView*> views = {&w.mtp.fc, &w.mtp.pre_fc_norm_embedding, &w.mtp.pre_fc_norm_hidden, &w.mtp.norm};
+  for (LayerWeights& l : w.mtp.layers) AppendLayerViews(l, views);
+  return views;
+}
+
 // Every distinct non-empty view, with lm_head skipped when it aliases the embedding.
 std::vector<TensorView*> AllViews(ModelWeights& w) {
   std::vector<TensorView*> views = {&w.embed_tokens, &w.norm};
   if (w.lm_head.data != w.embed_tokens.data) views.push_back(&w.lm_head);
-  for (LayerWeights& l : w.layers) {
-    for (TensorView* v : {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias, &l.v_bias,
-                          &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm, &l.gate_proj,
-                          &l.up_proj, &l.down_proj, &l.gdn_in_proj_qkv, &l.gdn_in_proj_z, &l.gdn_in_proj_b,
-                          &l.gdn_in_proj_a, &l.gdn_in_proj_qkvz, &l.gdn_in_proj_ba, &l.gdn_conv1d, &l.gdn_dt_bias,
-                          &l.gdn_a_log, &l.gdn_norm, &l.gdn_out_proj, &l.moe_router, &l.experts_gate_up,
-                          &l.experts_down, &l.shared_gate_proj, &l.shared_up_proj, &l.shared_down_proj,
-                          &l.shared_expert_gate}) {
-      views.push_back(v);
-    }
-    for (auto* list : {&l.expert_gate_proj, &l.expert_up_proj, &l.expert_down_proj}) {
-      for (TensorView& v : *list) views.push_back(&v);
-    }
-  }
+  for (LayerWeights& l : w.layers) AppendLayerViews(l, views);
+  for (TensorView* v : MtpViews(w)) views.push_back(v);
   std::vector<TensorView*> present;
   for (TensorView* v : views) {
     if (!v->empty()) present.push_back(v);
@@ -82,13 +92,25 @@ void WarnAboutExtras(const TensorSource& source, const std::set<std::string>& us
 }  // namespace
 
 StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source,
-                                   std::optional<DType> mixed_float_dtype) {
+                                   std::optional<DType> mixed_float_dtype, bool with_mtp) {
   ModelWeights w;
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   std::set<std::string> used;
   std::map<DType, int> float_counts;  // quantized views keep their dtype; floats go to the majority
   std::optional<DType> quantized_dtype;
-  for (const WeightSpec& spec : ListWeightSpecs(config)) {
+  std::vector<WeightSpec> specs = ListWeightSpecs(config);
+  if (with_mtp) {
+    const std::vector<WeightSpec> mtp = ListMtpWeightSpecs(config);
+    if (mtp.empty() || source.Find(mtp.front().name) == nullptr) {
+      return NotFoundError(fmt::format(
+          "--speculative-config method mtp: the checkpoint has no multi-token-prediction head ({}; config "
+          "mtp_num_hidden_layers {}): use a checkpoint that ships mtp.* weights, or method ngram / a draft model",
+          mtp.empty() ? std::string("the config declares none") : "no '" + mtp.front().name + "'",
+          config.mtp_num_hidden_layers));
+    }
+    specs.insert(specs.end(), mtp.begin(), mtp.end());
+  }
+  for (const WeightSpec& spec : specs) {
     const TensorView* view = source.Find(spec.name);
     if (view == nullptr) {
       return NotFoundError(fmt::format("checkpoint is missing tensor '{}' (expected shape {})", spec.name,
@@ -195,7 +217,7 @@ void Tally(const TensorView& v, FormatTally& t) {
 }  // namespace
 
 std::vector<WeightFormat> WeightFormats(const ModelWeights& weights) {
-  FormatTally embed, head, attention, mlp, experts, other;
+  FormatTally embed, head, attention, mlp, experts, mtp, other;
   Tally(weights.embed_tokens, embed);
   const bool tied = weights.lm_head.data == weights.embed_tokens.data;
   if (!tied) Tally(weights.lm_head, head);
@@ -221,6 +243,8 @@ std::vector<WeightFormat> WeightFormats(const ModelWeights& weights) {
     }
     for (const TensorView* v : {&l.experts_gate_up, &l.experts_down}) group(v, experts);
   }
+  // The multi-token-prediction head, when loaded: served only to draft tokens.
+  for (const TensorView* v : MtpViews(const_cast<ModelWeights&>(weights))) group(v, mtp);  // read only
   for (TensorView* v : AllViews(const_cast<ModelWeights&>(weights))) {  // read only
     if (v != &weights.embed_tokens && v != &weights.lm_head && grouped.count(v) == 0) Tally(*v, other);
   }
@@ -231,6 +255,7 @@ std::vector<WeightFormat> WeightFormats(const ModelWeights& weights) {
            {"attention", &attention},
            {"mlp", &mlp},
            {"experts", &experts},
+           {"mtp", &mtp},
            {"other", &other}}) {
     for (const auto& [dtype, count_bytes] : *tally) out.push_back({name, dtype, count_bytes.first, count_bytes.second});
   }

@@ -29,8 +29,11 @@ namespace pagellm {
 // so a view already in it, e.g. an fp8 linear dequantized to f32, is not rounded through
 // another dtype), else to the majority one, so the float views share one dtype (see
 // weights.h); quantized views are kept as they are and then name ModelWeights::dtype.
+// with_mtp also binds the multi-token-prediction head (ListMtpWeightSpecs; NotFound,
+// naming the speculative method, when the checkpoint has none); otherwise mtp.* tensors
+// are skipped with one info line.
 StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source,
-                                   std::optional<DType> mixed_float_dtype = std::nullopt);
+                                   std::optional<DType> mixed_float_dtype = std::nullopt, bool with_mtp = false);
 
 // A copy of `weights` with every float tensor converted to float `dtype` (new buffers;
 // tied lm_head keeps sharing the embedding; quantized views untouched). Returns
@@ -46,7 +49,8 @@ uint64_t WeightBytes(const ModelWeights& weights);
 
 // One storage format of one tensor group: "embed", "lm_head" (absent when tied),
 // "attention" (q/k/v/o and the Gated DeltaNet projections), "mlp" (dense and shared-expert
-// gate/up/down), "experts" (routed experts), "other" (norms, routers, conv kernels, ...).
+// gate/up/down), "experts" (routed experts), "mtp" (the multi-token-prediction head, when
+// loaded), "other" (norms, routers, conv kernels, ...).
 struct WeightFormat {
   std::string group;
   DType dtype = DType::kF32;

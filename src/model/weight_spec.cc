@@ -9,12 +9,13 @@ namespace {
 
 class LayerSpecs {
  public:
-  LayerSpecs(const ModelConfig& c, int64_t layer_idx, std::vector<WeightSpec>& specs)
-      : c_(c), l_(layer_idx), specs_(specs) {}
+  // `prefix`: the model's weight_prefix, or "mtp." for the MTP layers.
+  LayerSpecs(const ModelConfig& c, int64_t layer_idx, std::vector<WeightSpec>& specs, bool mtp = false)
+      : c_(c), l_(layer_idx), specs_(specs), mtp_(mtp) {}
 
   void Add(const std::string& field, std::vector<int64_t> shape, WeightRole role, int64_t expert_idx = -1) {
-    specs_.push_back({fmt::format("{}layers.{}.{}", c_.weight_prefix, l_, field), std::move(shape), role, l_,
-                      expert_idx, field});
+    specs_.push_back({fmt::format("{}layers.{}.{}", mtp_ ? "mtp." : c_.weight_prefix, l_, field), std::move(shape),
+                      role, l_, expert_idx, field, mtp_});
   }
 
   void Attention() {
@@ -87,6 +88,7 @@ class LayerSpecs {
   const ModelConfig& c_;
   int64_t l_;
   std::vector<WeightSpec>& specs_;
+  bool mtp_;
 };
 
 void AppendLayer(const ModelConfig& c, int64_t l, std::vector<WeightSpec>& specs) {
@@ -118,6 +120,33 @@ std::vector<WeightSpec> ListWeightSpecs(const ModelConfig& c) {
   return specs;
 }
 
+std::vector<WeightSpec> ListMtpWeightSpecs(const ModelConfig& c) {
+  std::vector<WeightSpec> specs;
+  if (c.mtp_num_hidden_layers <= 0) return specs;
+  const int64_t H = c.hidden_size;
+  auto add = [&](const char* name, std::vector<int64_t> shape, WeightRole role) {
+    specs.push_back({name, std::move(shape), role, -1, -1, name + 4, true});  // field: name without "mtp."
+  };
+  add("mtp.fc.weight", {H, 2 * H}, WeightRole::kMtpFc);
+  add("mtp.pre_fc_norm_embedding.weight", {H}, WeightRole::kMtpNorm);
+  add("mtp.pre_fc_norm_hidden.weight", {H}, WeightRole::kMtpNorm);
+  for (int64_t l = 0; l < c.mtp_num_hidden_layers; ++l) {
+    // A full-attention layer; its FFN is MoE in the MoE models (vLLM's Qwen3NextDecoderLayer
+    // at index num_hidden_layers + l).
+    LayerSpecs layer(c, l, specs, /*mtp=*/true);
+    layer.Add("input_layernorm.weight", {H}, WeightRole::kLayerNorm);
+    layer.Attention();
+    layer.Add("post_attention_layernorm.weight", {H}, WeightRole::kLayerNorm);
+    if (c.is_moe()) {
+      layer.Moe();
+    } else {
+      layer.Mlp();
+    }
+  }
+  add("mtp.norm.weight", {H}, WeightRole::kMtpNorm);
+  return specs;
+}
+
 bool IsSkippedAuxiliaryTensor(const std::string& name) {
   for (const char* prefix : {"mtp.", "model.mtp.", "model.visual.", "visual.", "model.language_model.mtp."}) {
     if (name.rfind(prefix, 0) == 0) return true;
@@ -130,9 +159,16 @@ TensorView* WeightSlot(ModelWeights& w, const WeightSpec& spec) {
     case WeightRole::kEmbedding: return &w.embed_tokens;
     case WeightRole::kLmHead: return &w.lm_head;
     case WeightRole::kFinalNorm: return &w.norm;
+    case WeightRole::kMtpFc: return &w.mtp.fc;
+    case WeightRole::kMtpNorm:
+      return spec.field == "pre_fc_norm_embedding.weight" ? &w.mtp.pre_fc_norm_embedding
+             : spec.field == "pre_fc_norm_hidden.weight"  ? &w.mtp.pre_fc_norm_hidden
+                                                          : &w.mtp.norm;
     default: break;
   }
-  LayerWeights& l = w.layers[static_cast<size_t>(spec.layer_idx)];
+  std::vector<LayerWeights>& layers = spec.mtp ? w.mtp.layers : w.layers;
+  if (spec.mtp && layers.size() <= static_cast<size_t>(spec.layer_idx)) layers.resize(spec.layer_idx + 1);
+  LayerWeights& l = layers[static_cast<size_t>(spec.layer_idx)];
   if (spec.expert_idx >= 0) {  // "mlp.experts.M.{gate,up,down}_proj.weight"
     const size_t e = static_cast<size_t>(spec.expert_idx);
     auto& list = spec.field.find(".gate_proj.") != std::string::npos ? l.expert_gate_proj

@@ -48,6 +48,9 @@ enum class WeightRole {
   kSharedGateUp,      // shared_expert.{gate,up}_proj.weight [I_s, H]
   kSharedDown,        // shared_expert.down_proj.weight [H, I_s]
   kSharedExpertGate,  // shared_expert_gate.weight [1, H]
+  // Multi-token prediction (mtp.*; its layers use the roles above with `mtp` set)
+  kMtpFc,    // mtp.fc.weight [H, 2H]
+  kMtpNorm,  // mtp.pre_fc_norm_{embedding,hidden}.weight, mtp.norm.weight [H]
 };
 
 struct WeightSpec {
@@ -57,11 +60,17 @@ struct WeightSpec {
   int64_t layer_idx = -1;   // -1 for non-layer tensors
   int64_t expert_idx = -1;  // per-expert tensors only
   std::string field;        // name below "<prefix>layers.N." ("mlp.experts.3.up_proj.weight")
+  bool mtp = false;         // an mtp.* tensor (layer_idx then counts MTP layers)
 };
 
 // Every tensor a checkpoint of `config` must contain, in module order (embedding,
 // layers 0..L-1, final norm, lm_head).
 std::vector<WeightSpec> ListWeightSpecs(const ModelConfig& config);
+
+// The multi-token-prediction tensors of `config` (mtp.fc, the two pre-fc norms,
+// mtp.layers.N.* as a full-attention layer with the model's MLP or MoE, mtp.norm); empty
+// when config.mtp_num_hidden_layers is 0. Bound only for MTP speculation.
+std::vector<WeightSpec> ListMtpWeightSpecs(const ModelConfig& config);
 
 // True for checkpoint tensors pagellm deliberately does not load: multi-token-prediction
 // heads ("mtp.*") and the vision tower ("model.visual.*", "visual.*").

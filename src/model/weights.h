@@ -57,11 +57,24 @@ struct LayerWeights {
   TensorView shared_expert_gate;                // [1, H]
 };
 
+// Multi-token-prediction head (Qwen3.5 / Qwen3-Next mtp.*), loaded only when MTP
+// speculation asks for it: h' = fc([norm_e(embed(x_{i+1})); norm_h(h_i)]), then full-
+// attention decoder layers, then `norm`; embed_tokens and lm_head are the model's.
+struct MtpWeights {
+  TensorView fc;                     // [H, 2H]
+  TensorView pre_fc_norm_embedding;  // [H] zero-centred
+  TensorView pre_fc_norm_hidden;     // [H] zero-centred
+  std::vector<LayerWeights> layers;  // gated full attention + MLP or MoE
+  TensorView norm;                   // [H] zero-centred
+  bool present() const { return !layers.empty(); }
+};
+
 struct ModelWeights {
   TensorView embed_tokens;  // [V, H]
   std::vector<LayerWeights> layers;
   TensorView norm;     // [H]
   TensorView lm_head;  // [V, H]; same data as embed_tokens when tied
+  MtpWeights mtp;      // empty unless loaded for MTP speculation
   DType dtype = DType::kBF16;  // the float views' type, or the quantized linears' (see above)
 
   // Keeps the memory behind the views alive (mapped files, allocated buffers).
