@@ -43,7 +43,7 @@ class QwenCausalLm final : public CausalLm {
 };
 
 // Owns the state slots; the scheduler decides which sequence holds which slot.
-class HybridCausalLm final : public CausalLm {
+class HybridCausalLm final : public CausalLm, public MtpHead {
  public:
   explicit HybridCausalLm(std::unique_ptr<HybridModel> model, std::shared_ptr<const ShardResources> shard = nullptr)
       : shard_(std::move(shard)), model_(std::move(model)) {}
@@ -73,6 +73,15 @@ class HybridCausalLm final : public CausalLm {
     return model_->Forward(input, kv, *states_, logits);
   }
   const StateRestoreCounts& restores() const { return restores_; }
+  MtpHead* mtp_head() override { return model_->has_mtp() ? this : nullptr; }
+  KvCacheSpec MakeMtpKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const override {
+    return model_->MakeMtpKvCacheSpec(num_blocks, block_size, dtype);
+  }
+  std::span<const float> last_hidden() const override { return model_->last_hidden(); }
+  Status ForwardMtp(const ForwardInput& input, const float* hidden_in, int32_t step, PagedKvCache& kv,
+                    float* hidden_out, float* logits) override {
+    return model_->ForwardMtp(input, hidden_in, step, kv, hidden_out, logits);
+  }
 
  private:
   // A slot is contiguous (slot-major arena, hybrid_state_cache.h): one memcpy.

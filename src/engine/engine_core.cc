@@ -67,6 +67,11 @@ Status EngineCore::Init() {
   load.dtype = config_.dtype;
   load.seed = config_.seed;
   load.quantization = config_.quantization;
+  load.load_mtp = spec_config_.enabled() && spec_config_.method == "mtp";
+  if (load.load_mtp && config_.world_size() > 1) {
+    return InvalidArgumentError("--speculative-config method mtp runs the MTP head on an unsharded model: it is not "
+                                "supported with --tensor-parallel-size / --pipeline-parallel-size > 1 yet");
+  }
   PAGELLM_ASSIGN_OR_RETURN(loaded_, LoadModel(load));
   std::string tok_dir = config_.tokenizer.empty() ? loaded_.tokenizer_path : config_.tokenizer;
   if (tok_dir.empty()) return NotFoundError(fmt::format("no tokenizer.json next to {}; pass --tokenizer", config_.model));
@@ -109,6 +114,10 @@ Status EngineCore::Init() {
   prepared_weight_bytes_ = backend_->prepared_weight_bytes() - prepared_before;
   released_weight_bytes_ = ReleaseCopiedWeightPages(loaded_.weights.embed_tokens);
   if (spec_config_.method == "draft_model") PAGELLM_RETURN_IF_ERROR(LoadDraftModel(max_tokens));
+  if (load.load_mtp && model_->mtp_head() == nullptr) {
+    return InvalidArgumentError(fmt::format("--speculative-config method mtp: model type {} has no MTP head (Qwen3.5 "
+                                            "and Qwen3-Next checkpoints ship one)", mc.model_type));
+  }
   PAGELLM_RETURN_IF_ERROR(InitScheduler());
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_cache_, config_.block_size);
   SamplerConfig sc;
@@ -184,8 +193,11 @@ Status EngineCore::InitScheduler() {
   }
   KvCacheSpec one_block = model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype);
   // A draft model's KV cache gets as many blocks as the target's: a block costs both.
+  // So does the MTP head's (one layer of the target's).
+  MtpHead* mtp_head = model_->mtp_head();
   const int64_t draft_bytes_per_block =
       draft_model_ != nullptr ? static_cast<int64_t>(draft_model_->MakeKvCacheSpec(1, config_.block_size, kv_dtype).BytesPerBlock())
+      : mtp_head != nullptr   ? static_cast<int64_t>(mtp_head->MakeMtpKvCacheSpec(1, config_.block_size, kv_dtype).BytesPerBlock())
                               : 0;
   MemoryPlanInputs in;
   const int32_t tp = std::max(config_.tensor_parallel_size, 1), pp = std::max(config_.pipeline_parallel_size, 1);
@@ -266,6 +278,22 @@ Status EngineCore::InitScheduler() {
     draft_ = std::make_unique<DraftModelProposer>(*draft_model_, *draft_kv_, o);
     PLOG_INFO("draft model KV cache: {} blocks of {} tokens, {:.3f} GiB (in the plan above)", plan_.num_blocks,
               config_.block_size, static_cast<double>(draft_kv_->total_bytes()) / (1 << 30));
+  }
+  if (mtp_head != nullptr) {
+    PAGELLM_ASSIGN_OR_RETURN(mtp_kv_, PagedKvCache::Create(mtp_head->MakeMtpKvCacheSpec(
+                                          plan_.num_blocks + 1, config_.block_size, kv_dtype)));
+    MtpProposerOptions o;
+    o.block_size = config_.block_size;
+    o.num_blocks = plan_.num_blocks + 1;
+    o.max_num_batched_tokens = std::max(config_.max_num_batched_tokens, 1);
+    o.max_model_len = max_model_len_;
+    o.num_valid_tokens = static_cast<int32_t>(std::min<int64_t>(tokenizer_->vocab_size(), mc.vocab_size));
+    o.hidden_size = mc.hidden_size;
+    o.vocab_size = mc.vocab_size;
+    mtp_ = std::make_unique<MtpProposer>(*mtp_head, *mtp_kv_, o);
+    PLOG_INFO("MTP head: {} layer(s); its KV cache: {} blocks of {} tokens, {:.3f} GiB (in the plan above)",
+              mc.mtp_num_hidden_layers, plan_.num_blocks, config_.block_size,
+              static_cast<double>(mtp_kv_->total_bytes()) / (1 << 30));
   }
   SchedulerConfig sc;
   sc.batch.max_num_batched_tokens = config_.max_num_batched_tokens;

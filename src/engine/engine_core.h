@@ -34,6 +34,7 @@
 #include "runner/sampler.h"
 #include "sched/scheduler.h"
 #include "spec/draft_model_proposer.h"
+#include "spec/mtp_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "spec/spec_policy.h"
 #include "spec/speculative_config.h"
@@ -108,6 +109,8 @@ class EngineCore {
   const Scheduler& scheduler() const { return *scheduler_; }
   // The draft model's proposer (method draft_model), else nullptr; for tests.
   const DraftModelProposer* draft_proposer() const { return draft_.get(); }
+  // The MTP proposer (method mtp), else nullptr; for tests.
+  const MtpProposer* mtp_proposer() const { return mtp_.get(); }
 
  private:
   explicit EngineCore(const EngineConfig& config);
@@ -131,9 +134,17 @@ class EngineCore {
   // Speculative decoding (engine_spec.cc): counts a verification's outcome, and
   // proposes the next step's drafts for the running requests.
   void RecordVerification(int32_t num_drafts, int32_t num_accepted);
-  // Returns the seconds a draft model spent proposing (0 for n-gram lookup).
-  double ProposeDrafts();
+  // Returns the seconds a draft model or the MTP head spent proposing (0 for n-gram
+  // lookup). `out` and `produced`: the step just run (the MTP head's rows come from it).
+  double ProposeDrafts(const SchedulerOutput& out, std::span<const std::vector<int32_t>> produced);
   double ProposeModelDrafts(int32_t k);
+  double ProposeMtpDrafts(const SchedulerOutput& out, std::span<const std::vector<int32_t>> produced, int32_t k);
+  // A draft model's or MTP head's proposals (request i: request_ids[i], states[i], null
+  // when it takes no drafts) trimmed to the grammar and handed to the scheduler; prices
+  // the forwards for the policy and returns the seconds since `start`.
+  double ApplyModelDrafts(const char* proposer, std::span<const std::string_view> request_ids,
+                          std::span<SampleState* const> states, StatusOr<std::vector<std::vector<int32_t>>> proposals,
+                          std::span<const DraftForwardTiming> forwards, double start);
   // Decode-only step timings with and without drafts (SpecDecodeStats).
   void RecordDecodeStepTiming(const SchedulerOutput& out, double forward_s);
   size_t GrammarAllowedPrefix(SampleState& st, std::span<const int32_t> drafts);
@@ -184,6 +195,10 @@ class EngineCore {
   std::unique_ptr<PagedKvCache> draft_kv_;
   std::unique_ptr<DraftModelProposer> draft_;
   int64_t draft_loaded_bytes_ = 0;   // the draft's tensors as loaded (in the memory plan's weights)
+  // MTP (method mtp): the target's head drafts over its own KV cache (declared after the
+  // model it borrows, so it goes first).
+  std::unique_ptr<PagedKvCache> mtp_kv_;
+  std::unique_ptr<MtpProposer> mtp_;
   StepCostModel draft_cost_;         // its forwards' measured times: the policy's cost of drafting
   // Structured outputs around the sampler (engine_step.cc).
   void FillGrammarMask(SampleState& st, SamplingRequest* req);

@@ -65,7 +65,7 @@ Status EngineCore::Step() {
   ProcessSamples(out, *logits, &produced, &stopped_ids, &deltas);
   std::vector<FinishedRequest> finished =
       scheduler_->UpdateFromOutput(out, std::span<const std::vector<int32_t>>(produced), stopped_ids);
-  const double draft_s = spec_policy_ != nullptr ? ProposeDrafts() : 0.0;
+  const double draft_s = spec_policy_ != nullptr ? ProposeDrafts(out, produced) : 0.0;
   for (const FinishedRequest& f : finished) {
     auto it = samples_.find(f.request_id);
     if (it == samples_.end() || it->second->finished) continue;
@@ -278,6 +278,7 @@ void EngineCore::FinishSample(const std::string& id, const std::string& reason, 
   delta->finish_reason = reason;
   stats_.prompt_tokens_total += st.num_prompt_tokens;
   if (draft_ != nullptr) draft_->Forget(id);
+  if (mtp_ != nullptr) mtp_->Forget(id);
 }
 
 void EngineCore::EmitAbort(const std::string& id) {

@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "model/config.h"
 #include "model/forward_input.h"
+#include "runner/mtp_head.h"
 #include "sched/scheduler_output.h"
 
 namespace pagellm {
@@ -46,6 +47,8 @@ class CausalLm {
   // logits: [input.logits_indices.size(), vocab_size]. Stateful models need
   // input.state_slots ([num_seqs]); a slot is reset when its sequence starts at 0.
   virtual Status Forward(const ForwardInput& input, PagedKvCache& kv, float* logits) = 0;
+  // The multi-token-prediction head, when the model was loaded with one (runner/mtp_head.h).
+  virtual MtpHead* mtp_head() { return nullptr; }
 };
 
 struct StepLogits {

@@ -14,17 +14,13 @@ double NowSeconds() {
 }  // namespace
 
 DraftModelProposer::DraftModelProposer(CausalLm& model, PagedKvCache& kv, DraftModelProposerOptions options)
-    : options_(options), runner_(model, kv, options.block_size) {
+    : options_(options), runner_(model, kv, options.block_size), blocks_(options.num_blocks, options.block_size) {
   PAGELLM_CHECK(model.state_bytes_per_slot() == 0);  // attention-only drafts (see the header)
-  PAGELLM_CHECK(options_.block_size > 0 && options_.num_blocks >= 2 && options_.max_num_batched_tokens > 0);
-  // Block 0 is the null block (block tables are padded with it); hand out the others,
-  // lowest first.
-  for (int32_t b = options_.num_blocks - 1; b >= 1; --b) free_blocks_.push_back(b);
+  PAGELLM_CHECK(options_.max_num_batched_tokens > 0);
 }
 
 void DraftModelProposer::Release(SeqState& st) {
-  free_blocks_.insert(free_blocks_.end(), st.blocks.rbegin(), st.blocks.rend());
-  st.blocks.clear();
+  blocks_.Release(st.blocks);
   st.computed.clear();
 }
 
@@ -33,17 +29,6 @@ void DraftModelProposer::Forget(std::string_view request_id) {
   if (it == seqs_.end()) return;
   Release(it->second);
   seqs_.erase(it);
-}
-
-bool DraftModelProposer::Reserve(SeqState& st, int32_t num_positions) {
-  const size_t need = static_cast<size_t>((num_positions + options_.block_size - 1) / options_.block_size);
-  if (need <= st.blocks.size()) return true;
-  if (need - st.blocks.size() > free_blocks_.size()) return false;
-  while (st.blocks.size() < need) {
-    st.blocks.push_back(free_blocks_.back());
-    free_blocks_.pop_back();
-  }
-  return true;
 }
 
 int32_t DraftModelProposer::Argmax(const float* row) const {
@@ -129,7 +114,7 @@ StatusOr<std::vector<std::vector<int32_t>>> DraftModelProposer::Propose(std::spa
     while (keep < limit && st.computed[keep] == tokens[keep]) ++keep;
     st.computed.resize(keep);
     // KV for the tokens and for drafts 1..want-1 (the last draft is never fed back).
-    if (!Reserve(st, n + want[i] - 1)) {
+    if (!blocks_.Reserve(st.blocks, n + want[i] - 1)) {
       want[i] = 0;
       continue;
     }

@@ -31,6 +31,7 @@
 #include "backend/paged_kv_cache.h"
 #include "common/status.h"
 #include "runner/model_runner.h"
+#include "spec/draft_kv_blocks.h"
 
 namespace pagellm {
 
@@ -67,8 +68,8 @@ class DraftModelProposer {
 
   // The forwards of the last Propose call.
   std::span<const DraftForwardTiming> last_forwards() const { return last_forwards_; }
-  int32_t num_free_blocks() const { return static_cast<int32_t>(free_blocks_.size()); }
-  int32_t num_usable_blocks() const { return options_.num_blocks - 1; }
+  int32_t num_free_blocks() const { return blocks_.num_free(); }
+  int32_t num_usable_blocks() const { return blocks_.num_usable(); }
   int32_t num_tracked() const { return static_cast<int32_t>(seqs_.size()); }
   // Tokens fed to catch the draft KV up with the target's (besides each call's last token).
   int64_t num_catch_up_tokens() const { return num_catch_up_tokens_; }
@@ -86,7 +87,6 @@ class DraftModelProposer {
   };
 
   void Release(SeqState& st);
-  bool Reserve(SeqState& st, int32_t num_positions);
   // Runs `feeds` (one per sequence) as forwards of at most max_num_batched_tokens tokens,
   // a long feed split over consecutive forwards; the argmax of each feed's last row is
   // appended to out[feed.seq]. On error some states list tokens never computed: the
@@ -98,7 +98,7 @@ class DraftModelProposer {
   DraftModelProposerOptions options_;
   ModelRunner runner_;
   std::unordered_map<std::string, SeqState> seqs_;
-  std::vector<int32_t> free_blocks_;
+  DraftKvBlocks blocks_;
   uint64_t epoch_ = 0;
   int64_t num_catch_up_tokens_ = 0;
   std::vector<DraftForwardTiming> last_forwards_;

@@ -25,6 +25,9 @@ std::string SpeculativeConfig::Describe() const {
   if (!enabled()) return "off";
   std::string s = method == "draft_model"
                       ? fmt::format("draft model {}, {} speculative tokens (greedy drafts)", model, num_speculative_tokens)
+                  : method == "mtp"
+                      ? fmt::format("mtp (the checkpoint's multi-token-prediction head), {} speculative tokens (greedy "
+                                    "drafts)", num_speculative_tokens)
                       : fmt::format("{}, {} speculative tokens, prompt lookup n in [{}, {}]", method,
                                     num_speculative_tokens, prompt_lookup_min, prompt_lookup_max);
   s += disable_by_batch_size > 0 ? fmt::format(", off above {} running requests", disable_by_batch_size)
@@ -83,22 +86,26 @@ StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
           draft_tp));
     }
   }
-  if (method == "mtp" || method == "qwen3_next_mtp") {
-    return InvalidArgumentError(
-        "--speculative-config: method \"mtp\" is not supported yet (the MTP weights are not loaded); use \"ngram\"");
-  }
-  if (method != "ngram" && method != "draft_model") {
+  // vLLM's older per-model names for the MTP method.
+  if (method == "qwen3_next_mtp" || method == "qwen3_5_mtp") method = "mtp";
+  if (method != "ngram" && method != "draft_model" && method != "mtp") {
     return InvalidArgumentError(fmt::format(
-        "--speculative-config: method \"{}\" is not supported (supported: \"ngram\", \"draft_model\")", method));
+        "--speculative-config: method \"{}\" is not supported (supported: \"ngram\", \"draft_model\", \"mtp\")",
+        method));
   }
   cfg.method = method;
-  if (!j.contains("num_speculative_tokens")) {
+  if (j.contains("num_speculative_tokens")) {
+    PAGELLM_ASSIGN_OR_RETURN(cfg.num_speculative_tokens,
+                             IntField(j, "num_speculative_tokens", 1, kMaxSpeculativeTokens));
+  } else if (method == "mtp") {
+    cfg.num_speculative_tokens = 1;  // vLLM: the checkpoint's MTP layers (one in every Qwen release)
+  } else {
     return InvalidArgumentError("--speculative-config: \"num_speculative_tokens\" is required");
   }
-  PAGELLM_ASSIGN_OR_RETURN(cfg.num_speculative_tokens, IntField(j, "num_speculative_tokens", 1, kMaxSpeculativeTokens));
   const bool has_min = j.contains("prompt_lookup_min"), has_max = j.contains("prompt_lookup_max");
-  if (method == "draft_model" && (has_min || has_max)) {
-    return InvalidArgumentError("--speculative-config: prompt_lookup_min/max belong to method \"ngram\", not to a draft model");
+  if (method != "ngram" && (has_min || has_max)) {
+    return InvalidArgumentError(fmt::format(
+        "--speculative-config: prompt_lookup_min/max belong to method \"ngram\", not to \"{}\"", method));
   }
   if (has_min) {
     PAGELLM_ASSIGN_OR_RETURN(cfg.prompt_lookup_min, IntField(j, "prompt_lookup_min", 1, 64));

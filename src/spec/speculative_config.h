@@ -3,10 +3,10 @@
 //   auto cfg = ParseSpeculativeConfig(R"({"method": "ngram", "num_speculative_tokens": 4,
 //                                         "prompt_lookup_max": 4, "prompt_lookup_min": 2})");
 //
-// Methods: "ngram" (prompt lookup) and "draft_model" (a smaller model sharing the
-// tokenizer: {"model": DIR, "num_speculative_tokens": k}, method optional as in vLLM);
-// "mtp" is parsed so that its error names what is missing, and refused until it is
-// built (never ignored).
+// Methods: "ngram" (prompt lookup), "draft_model" (a smaller model sharing the
+// tokenizer: {"model": DIR, "num_speculative_tokens": k}, method optional as in vLLM) and
+// "mtp" (the checkpoint's multi-token-prediction head, Qwen3.5 / Qwen3-Next; vLLM's
+// older names qwen3_next_mtp / qwen3_5_mtp mean the same; k defaults to 1 as vLLM's).
 // N-gram defaults follow vLLM: prompt_lookup_min/max both 5 when both are omitted; if
 // one is given the other mirrors it. disable_by_batch_size (vLLM's key): drafts while at
 // most this many requests run, none above; 0 (default) leaves the decision to the
@@ -22,7 +22,7 @@
 namespace pagellm {
 
 struct SpeculativeConfig {
-  std::string method;                 // "" = off, "ngram", "draft_model"
+  std::string method;                 // "" = off, "ngram", "draft_model", "mtp"
   std::string model;                  // draft_model: the draft checkpoint (directory or GGUF)
   int32_t num_speculative_tokens = 0;  // k, drafts per step and request
   int32_t prompt_lookup_min = 5;

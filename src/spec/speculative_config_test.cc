@@ -41,13 +41,26 @@ TEST(SpeculativeConfigTest, DraftModelAsVllmInfersIt) {
   EXPECT_NE(named->Describe().find("/m/draft"), std::string::npos);
 }
 
+TEST(SpeculativeConfigTest, MtpTakesVllmsNamesAndDefault) {
+  auto cfg = ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 3})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->method, "mtp");
+  EXPECT_EQ(cfg->num_speculative_tokens, 3);
+  auto legacy = ParseSpeculativeConfig(R"({"method": "qwen3_next_mtp"})");
+  ASSERT_TRUE(legacy.ok()) << legacy.status().ToString();
+  EXPECT_EQ(legacy->method, "mtp");
+  EXPECT_EQ(legacy->num_speculative_tokens, 1);  // vLLM: the checkpoint's one MTP layer
+  EXPECT_NE(legacy->Describe().find("multi-token-prediction"), std::string::npos);
+}
+
 TEST(SpeculativeConfigTest, RefusesWhatItCannotHonour) {
   for (const char* bad : {"{", "[1]", R"({"num_speculative_tokens": 2})", R"({"method": "ngram"})",
                           R"({"method": "ngram", "num_speculative_tokens": 0})",
                           R"({"method": "ngram", "num_speculative_tokens": 99})",
                           R"({"method": "ngram", "num_speculative_tokens": 2, "bogus": 1})",
                           R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 4, "prompt_lookup_max": 2})",
-                          R"({"method": "mtp", "num_speculative_tokens": 1})",
+                          R"({"method": "mtp", "num_speculative_tokens": 2, "prompt_lookup_max": 3})",
+                          R"({"method": "mtp", "model": "/m", "num_speculative_tokens": 1})",
                           R"({"method": "draft_model", "num_speculative_tokens": 4})",
                           R"({"model": "", "num_speculative_tokens": 4})", R"({"model": 3, "num_speculative_tokens": 4})",
                           R"({"method": "eagle", "model": "/m", "num_speculative_tokens": 1})",

@@ -5,15 +5,22 @@ RoPE, §2.5 MoE, §3.3-3.5, §4 Gated DeltaNet), independent of pagellm's C++ co
 GDN pieces (conv, l2norm, recurrent delta rule, gated norm, Qwen3-Next un-grouping) come
 from tests/golden/gdn_reference.py.
 
-Two modes:
-  qwen35_reference.py ref MODEL_DIR --ids 1,2,3 [--out logits.npy] [--greedy N]
-      prints {"greedy": [...]} and writes prompt logits [T, V] (float64 .npy).
+Three modes:
+  qwen35_reference.py ref MODEL_DIR --ids 1,2,3 [--out logits.npy] [--greedy N] [--mtp-out mtp.npy]
+      prints {"greedy": [...]} and writes prompt logits [T, V] (float64 .npy); --mtp-out
+      writes the MTP head's logits [T-1, V] over the prompt (see Model.mtp).
   qwen35_reference.py compare --pagellm BIN --hybrid-tool BIN --work DIR --case NAME
       makes the dummy model (f32 weights), runs pagellm (qwen3_moe: `pagellm logits` /
       `pagellm generate`; hybrid: the hybrid_logits test driver, since the engine does not
       schedule hybrid models yet), compares and exits 1 on failure.
+  qwen35_reference.py mtp --hybrid-tool BIN (--model DIR [--ids 1,2,3] | --case NAME --pagellm BIN --work DIR)
+      the multi-token-prediction head: runs `hybrid_logits ... --mtp` (prefill, then the
+      MTP over rows 0..T-2 in one shot and in chunks) on a model directory or a fresh
+      dummy of preset NAME (f32 weights, with the mtp.* tensors), compares its prompt and
+      MTP logits with the reference's and exits 1 on failure.
 Tolerances (f32 weights, f32 activations and KV, float64 reference):
   logits at every prompt position: max |d| / max|logit| <= 1e-4;
+  MTP logits at every row: max |d| / max|logit| <= 5e-5 (MAX_MTP_REL_ERR);
   32 greedy tokens identical to the reference's greedy decode.
 """
 import argparse
@@ -22,6 +29,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import torch
@@ -33,6 +41,12 @@ from gdn_reference import causal_conv_silu, gated_delta_rule, gated_rmsnorm, l2n
 from qwen_reference import load_weights  # noqa: E402
 
 MAX_REL_ERR = 1e-4
+# MTP logits, same metric: pagellm's head reads its own f32 prefill hidden states, the
+# reference's its float64 ones, so the bound covers the prefill's f32 error plus one more
+# f32 layer, fc and lm_head. Measured <= 6.0e-6 on the three tiny presets, AVX-512 and AVX2
+# (prompt logits <= 1.0e-5 there): 5e-5 leaves ~8x for other summation orders, while
+# a semantic slip is far above it (swapped concat: 1.9; hidden before the final norm: 0.18).
+MAX_MTP_REL_ERR = 5e-5
 GREEDY_TOKENS = 32
 
 
@@ -84,18 +98,18 @@ class Model:
         x1, x2, rest = x[..., :half], x[..., half:rot], x[..., rot:]
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
 
-    def attention(self, l, x):
-        c, p = self.cfg, f"layers.{l}.self_attn."
+    def attention(self, lp, x):  # lp: the layer's full name prefix ("model.layers.3.", "mtp.layers.0.")
+        c, p = self.cfg, lp + "self_attn."
         T, nh, nkv, hd = x.shape[0], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
-        qg = x @ self.W(p + "q_proj.weight").T
+        qg = x @ self.w[p + "q_proj.weight"].T
         if self.hybrid:  # per head [q | gate] (§3.4)
             qg = qg.view(T, nh, 2 * hd)
             q, gate = qg[..., :hd], qg[..., hd:].reshape(T, nh * hd)
         else:
             q, gate = qg.view(T, nh, hd), None
-        k = (x @ self.W(p + "k_proj.weight").T).view(T, nkv, hd)
-        v = (x @ self.W(p + "v_proj.weight").T).view(T, nkv, hd)
-        q, k = self.norm(q, self.W(p + "q_norm.weight")), self.norm(k, self.W(p + "k_norm.weight"))
+        k = (x @ self.w[p + "k_proj.weight"].T).view(T, nkv, hd)
+        v = (x @ self.w[p + "v_proj.weight"].T).view(T, nkv, hd)
+        q, k = self.norm(q, self.w[p + "q_norm.weight"]), self.norm(k, self.w[p + "k_norm.weight"])
         pos = torch.arange(T)
         q, k = self.rope(q, pos), self.rope(k, pos)
         rep = nh // nkv
@@ -105,7 +119,7 @@ class Model:
         out = torch.einsum("hts,shd->thd", torch.softmax(s, -1), v).reshape(T, nh * hd)
         if gate is not None:
             out = out * torch.sigmoid(gate)
-        return out @ self.W(p + "o_proj.weight").T
+        return out @ self.w[p + "o_proj.weight"].T
 
     def gdn(self, l, x):
         c, p = self.cfg, f"layers.{l}.linear_attn."
@@ -138,15 +152,18 @@ class Model:
     def swiglu(self, x, gate, up, down):
         return (F.silu(x @ gate.T) * (x @ up.T)) @ down.T
 
-    def ffn(self, l, x):
-        c, p = self.cfg, f"layers.{l}.mlp."
-        is_moe = c.get("num_experts", 0) > 0 and l not in c.get("mlp_only_layers", []) and \
+    def is_moe(self, l):  # vLLM's Qwen3NextDecoderLayer rule; MTP layer j is decoder layer num_hidden_layers + j
+        c = self.cfg
+        return c.get("num_experts", 0) > 0 and l not in c.get("mlp_only_layers", []) and \
             (l + 1) % c.get("decoder_sparse_step", 1) == 0
-        if not is_moe:
-            return self.swiglu(x, self.W(p + "gate_proj.weight"), self.W(p + "up_proj.weight"),
-                               self.W(p + "down_proj.weight"))
+
+    def ffn(self, lp, l, x):  # lp: the layer's full name prefix; l: its decoder-layer index
+        c, p = self.cfg, lp + "mlp."
+        W = lambda name: self.w[p + name]  # noqa: E731
+        if not self.is_moe(l):
+            return self.swiglu(x, W("gate_proj.weight"), W("up_proj.weight"), W("down_proj.weight"))
         E, k, ie = c["num_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"]
-        probs = torch.softmax(x @ self.W(p + "gate.weight").T, dim=-1)
+        probs = torch.softmax(x @ W("gate.weight").T, dim=-1)
         topw, topi = torch.topk(probs, k, dim=-1)
         if c.get("norm_topk_prob", True) or self.type == "qwen3_5_moe":
             topw = topw / topw.sum(-1, keepdim=True)
@@ -154,37 +171,64 @@ class Model:
         for t in range(x.shape[0]):
             for w_e, e in zip(topw[t].tolist(), topi[t].tolist()):
                 if self.type == "qwen3_5_moe":
-                    gu = self.W(p + "experts.gate_up_proj")[e]
-                    gate, up, down = gu[:ie], gu[ie:], self.W(p + "experts.down_proj")[e]
+                    gu = W("experts.gate_up_proj")[e]
+                    gate, up, down = gu[:ie], gu[ie:], W("experts.down_proj")[e]
                 else:
-                    gate, up, down = (self.W(p + f"experts.{e}.{n}_proj.weight") for n in ("gate", "up", "down"))
+                    gate, up, down = (W(f"experts.{e}.{n}_proj.weight") for n in ("gate", "up", "down"))
                 y[t] += w_e * self.swiglu(x[t:t + 1], gate, up, down)[0]
         if c.get("shared_expert_intermediate_size", 0) > 0:
-            shared = self.swiglu(x, self.W(p + "shared_expert.gate_proj.weight"),
-                                 self.W(p + "shared_expert.up_proj.weight"),
-                                 self.W(p + "shared_expert.down_proj.weight"))
-            y = y + torch.sigmoid(x @ self.W(p + "shared_expert_gate.weight").T) * shared
+            shared = self.swiglu(x, W("shared_expert.gate_proj.weight"), W("shared_expert.up_proj.weight"),
+                                 W("shared_expert.down_proj.weight"))
+            y = y + torch.sigmoid(x @ W("shared_expert_gate.weight").T) * shared
         return y
 
-    def forward(self, ids, last_only=False):
+    def hidden(self, ids):
+        """Final-normed hidden state of every position [T, H]: what lm_head reads, and the MTP head's input."""
         h = self.W("embed_tokens.weight")[torch.tensor(ids)]
         for l in range(self.L):
-            x = self.norm(h, self.W(f"layers.{l}.input_layernorm.weight"))
-            h = h + (self.attention(l, x) if self.full[l] else self.gdn(l, x))
-            h = h + self.ffn(l, self.norm(h, self.W(f"layers.{l}.post_attention_layernorm.weight")))
-        if last_only:
-            h = h[-1:]
-        h = self.norm(h, self.W("norm.weight"))
+            lp = self.prefix + f"layers.{l}."
+            x = self.norm(h, self.w[lp + "input_layernorm.weight"])
+            h = h + (self.attention(lp, x) if self.full[l] else self.gdn(l, x))
+            h = h + self.ffn(lp, l, self.norm(h, self.w[lp + "post_attention_layernorm.weight"]))
+        return self.norm(h, self.W("norm.weight"))
+
+    def head(self, h):
         head = self.W("embed_tokens.weight") if self.cfg.get("tie_word_embeddings") else self.w["lm_head.weight"]
         return h @ head.T
+
+    def forward(self, ids, last_only=False):
+        h = self.hidden(ids)
+        return self.head(h[-1:] if last_only else h)
+
+    def mtp(self, ids, hidden):
+        """Logits [T-1, V] of the multi-token-prediction head's first draft step over a prompt
+        (vLLM's Qwen3NextMultiTokenPredictor; Qwen3.5 keeps its mtp.* at the top level too):
+        row i reads token ids[i + 1] and hidden[i], the target's final-normed hidden state at
+        position i, attends causally over rows 0..i at RoPE position i, predicts ids[i + 2].
+          z = fc([norm_e(embed(ids[i + 1])); norm_h(hidden[i])])   (embedding first)
+          z += attn(input_layernorm(z)); z += ffn(post_attention_layernorm(z))
+          logits = lm_head(mtp.norm(z))                              (the model's lm_head)
+        Step 0 uses mtp.layers.0 (vLLM: step % num_mtp_layers), built as decoder layer
+        num_hidden_layers (its FFN is MoE in the MoE models)."""
+        p = "mtp.layers.0."
+        e = self.norm(self.W("embed_tokens.weight")[torch.tensor(ids[1:])], self.w["mtp.pre_fc_norm_embedding.weight"])
+        g = self.norm(hidden[:len(ids) - 1], self.w["mtp.pre_fc_norm_hidden.weight"])
+        z = torch.cat([e, g], dim=-1) @ self.w["mtp.fc.weight"].T
+        z = z + self.attention(p, self.norm(z, self.w[p + "input_layernorm.weight"]))
+        z = z + self.ffn(p, self.L, self.norm(z, self.w[p + "post_attention_layernorm.weight"]))
+        return self.head(self.norm(z, self.w["mtp.norm.weight"]))
 
 
 def cmd_ref(args):
     m = Model(args.model_dir)
     ids = [int(t) for t in args.ids.split(",")]
     with torch.no_grad():
+        if args.out or args.mtp_out:
+            hidden = m.hidden(ids)
         if args.out:
-            np.save(args.out, m.forward(ids).numpy())
+            np.save(args.out, m.head(hidden).numpy())
+        if args.mtp_out:
+            np.save(args.mtp_out, m.mtp(ids, hidden).numpy())
         seq, greedy = list(ids), []
         for _ in range(args.greedy):
             nxt = int(m.forward(seq, last_only=True)[0].argmax())
@@ -200,14 +244,27 @@ def run(cmd):
     return res.stdout
 
 
+def make_dummy(pagellm, model, case):
+    run([pagellm, "make-dummy-model", "--preset", case, "--dtype", "f32", "--out", model, "--seed", "7"])
+
+
+def golden_prompts():
+    rng = np.random.default_rng(99)
+    return [[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198],
+            [int(t) for t in rng.integers(0, 151643, size=90)]]  # > 64 tokens: two GDN chunks
+
+
+def rel_error(ours, theirs):
+    """max |d| / max |reference logit| (the file's logit tolerance metric) and top-1 agreement."""
+    return np.abs(ours - theirs).max() / np.abs(theirs).max(), (ours.argmax(1) == theirs.argmax(1)).mean()
+
+
 def cmd_compare(args):
     model = os.path.join(args.work, args.case)
     if not os.path.exists(os.path.join(model, "config.json")):
-        run([args.pagellm, "make-dummy-model", "--preset", args.case, "--dtype", "f32", "--out", model, "--seed", "7"])
+        make_dummy(args.pagellm, model, args.case)
     hybrid = load_config(model)["model_type"] != "qwen3_moe"
-    rng = np.random.default_rng(99)
-    prompts = [[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198],
-               [int(t) for t in rng.integers(0, 151643, size=90)]]  # > 64 tokens: two GDN chunks
+    prompts = golden_prompts()
     failures = []
     for i, ids in enumerate(prompts):
         ids_arg = ",".join(map(str, ids))
@@ -252,6 +309,52 @@ def cmd_compare(args):
     sys.exit(1 if failures else 0)
 
 
+def cmd_mtp(args):
+    if args.model:
+        model, name = args.model, os.path.basename(os.path.normpath(args.model))
+        prompts = [[int(t) for t in args.ids.split(",")]] if args.ids else golden_prompts()
+    else:
+        if not (args.case and args.pagellm and args.work):
+            sys.exit("mtp: give --model DIR or --case NAME --pagellm BIN --work DIR")
+        model, name, prompts = os.path.join(args.work, args.case), args.case, golden_prompts()
+        if not os.path.exists(os.path.join(model, "config.json")):
+            make_dummy(args.pagellm, model, args.case)
+    m = Model(model)
+    if "mtp.fc.weight" not in m.w and not args.model:  # a dummy written before checkpoints shipped the head
+        make_dummy(args.pagellm, model, args.case)
+        m = Model(model)
+    if "mtp.fc.weight" not in m.w:
+        sys.exit(f"{model} has no MTP head (mtp.* tensors)")
+    work = args.work or tempfile.mkdtemp(prefix="qwen35-mtp-")
+    failures = []
+    for i, ids in enumerate(prompts):
+        paths = [os.path.join(work, f"{name}-mtp{i}-{s}.npy") for s in ("main", "mtp")]
+        out = json.loads(run([args.hybrid_tool, model, ",".join(map(str, ids)), paths[0], "0", "--mtp", paths[1]]))
+        ours_main, ours_mtp = (np.load(p).astype(np.float64) for p in paths)
+        if not os.environ.get("PAGELLM_KEEP_GOLDEN"):
+            for p in paths:
+                os.remove(p)
+        hidden = m.hidden(ids)  # the reference's own hidden states, not pagellm's
+        ref_main, ref_mtp = m.head(hidden).numpy(), m.mtp(ids, hidden).numpy()
+        if ours_main.shape != ref_main.shape or ours_mtp.shape != ref_mtp.shape:
+            failures.append(f"#{i}: shapes {ours_main.shape} {ours_mtp.shape} vs {ref_main.shape} {ref_mtp.shape}")
+            continue
+        main_rel, _ = rel_error(ours_main, ref_main)
+        mtp_rel, agree = rel_error(ours_mtp, ref_mtp)
+        print(f"{name} prompt#{i} T={len(ids)}: prompt max|d|/scale={main_rel:.2e}  MTP rows={len(ids) - 1} "
+              f"max|d|/scale={mtp_rel:.2e} logit-scale={np.abs(ref_mtp).max():.1f} top1-agree={agree:.3f} "
+              f"chunked-vs-whole={out['mtp_chunked_rel_err']:.2e}")
+        if main_rel > MAX_REL_ERR:
+            failures.append(f"#{i}: max relative prompt logit error {main_rel:.2e} > {MAX_REL_ERR}")
+        if mtp_rel > MAX_MTP_REL_ERR:
+            failures.append(f"#{i}: max relative MTP logit error {mtp_rel:.2e} > {MAX_MTP_REL_ERR}")
+    if not args.work and not os.environ.get("PAGELLM_KEEP_GOLDEN"):
+        os.rmdir(work)
+    for f in failures:
+        print("FAIL", name, "mtp", f)
+    sys.exit(1 if failures else 0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -260,12 +363,17 @@ def main():
     r.add_argument("--ids", required=True)
     r.add_argument("--out")
     r.add_argument("--greedy", type=int, default=0)
+    r.add_argument("--mtp-out")
     c = sub.add_parser("compare")
     for flag in ("--pagellm", "--hybrid-tool", "--work", "--case"):
         c.add_argument(flag, required=True)
+    t = sub.add_parser("mtp")
+    t.add_argument("--hybrid-tool", required=True)
+    for flag in ("--model", "--ids", "--case", "--pagellm", "--work"):
+        t.add_argument(flag)
     args = ap.parse_args()
     torch.set_grad_enabled(False)
-    cmd_ref(args) if args.mode == "ref" else cmd_compare(args)
+    {"ref": cmd_ref, "compare": cmd_compare, "mtp": cmd_mtp}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ Status HybridModel::PrepareWeights(const ModelWeights& w) {
     PAGELLM_ASSIGN_OR_RETURN(layer.input_norm, FoldedNorm(lw.input_layernorm, h, p + "input_layernorm"));
     PAGELLM_ASSIGN_OR_RETURN(layer.post_norm, FoldedNorm(lw.post_attention_layernorm, h, p + "post_attention_layernorm"));
     PAGELLM_RETURN_IF_ERROR(layer.full_attention ? PrepareAttention(lw, p, layer) : PrepareGdn(lw, p, layer));
-    PAGELLM_RETURN_IF_ERROR(PrepareFfn(lw, i, p, layer));
+    PAGELLM_RETURN_IF_ERROR(PrepareFfn(lw, c.IsMoeLayer(i), p, layer));
     layers_.push_back(std::move(layer));
   }
   if (!par_.tp.pipeline.last()) return OkStatus();  // the final norm and lm_head are the last stage's
@@ -106,6 +106,34 @@ Status HybridModel::PrepareWeights(const ModelWeights& w) {
   const TensorView& head = (c.tie_word_embeddings && w.lm_head.empty()) ? w.embed_tokens : w.lm_head;
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(head, {par_.tp.lm_head_rows, h}, "lm_head"));
   PAGELLM_ASSIGN_OR_RETURN(lm_head_, backend_.PrepareLinear(head, TensorView{}, linear_options_));
+  if (w.mtp.present()) PAGELLM_RETURN_IF_ERROR(PrepareMtp(w.mtp));
+  return OkStatus();
+}
+
+Status HybridModel::PrepareMtp(const MtpWeights& w) {
+  const ModelConfig& c = config_;
+  const int64_t h = c.hidden_size;
+  if (par_.tp.comm != nullptr || par_.stage != nullptr) {
+    return InvalidArgumentError("the MTP head runs on an unsharded model only (no tensor or pipeline parallelism)");
+  }
+  PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.fc, {h, 2 * h}, "mtp.fc"));
+  PAGELLM_ASSIGN_OR_RETURN(mtp_fc_, backend_.PrepareLinear(w.fc, TensorView{}, linear_options_));
+  PAGELLM_ASSIGN_OR_RETURN(mtp_norm_embedding_, FoldedNorm(w.pre_fc_norm_embedding, h, "mtp.pre_fc_norm_embedding"));
+  PAGELLM_ASSIGN_OR_RETURN(mtp_norm_hidden_, FoldedNorm(w.pre_fc_norm_hidden, h, "mtp.pre_fc_norm_hidden"));
+  PAGELLM_ASSIGN_OR_RETURN(mtp_norm_, FoldedNorm(w.norm, h, "mtp.norm"));
+  for (size_t j = 0; j < w.layers.size(); ++j) {
+    const LayerWeights& lw = w.layers[j];
+    const std::string p = fmt::format("mtp.layers.{}.", j);
+    Layer layer;
+    layer.full_attention = true;
+    layer.cache_idx = static_cast<int64_t>(j);
+    PAGELLM_ASSIGN_OR_RETURN(layer.input_norm, FoldedNorm(lw.input_layernorm, h, p + "input_layernorm"));
+    PAGELLM_ASSIGN_OR_RETURN(layer.post_norm, FoldedNorm(lw.post_attention_layernorm, h, p + "post_attention_layernorm"));
+    PAGELLM_RETURN_IF_ERROR(PrepareAttention(lw, p, layer));
+    // The MoE models' MTP layer is MoE too (vLLM builds it as decoder layer num_hidden_layers).
+    PAGELLM_RETURN_IF_ERROR(PrepareFfn(lw, c.is_moe(), p, layer));
+    mtp_layers_.push_back(std::move(layer));
+  }
   return OkStatus();
 }
 
@@ -160,9 +188,9 @@ Status HybridModel::PrepareGdn(const LayerWeights& w, const std::string& p, Laye
   return OkStatus();
 }
 
-Status HybridModel::PrepareFfn(const LayerWeights& w, int64_t layer_idx, const std::string& p, Layer& layer) {
+Status HybridModel::PrepareFfn(const LayerWeights& w, bool moe, const std::string& p, Layer& layer) {
   const ModelConfig& c = config_;
-  if (c.IsMoeLayer(layer_idx)) {
+  if (moe) {
     PAGELLM_ASSIGN_OR_RETURN(layer.moe, MoeBlock::Create(c, w, backend_, max_num_tokens_, p));
     return OkStatus();
   }
@@ -198,6 +226,16 @@ void HybridModel::AllocateWorkspace() {
   b_.resize(t * static_cast<size_t>(gdn_dims_.num_v_heads));
   a_.resize(t * static_cast<size_t>(gdn_dims_.num_v_heads));
   gdn_ws_ = std::make_unique<GdnMixerWorkspace>(gdn_dims_, max_num_tokens_);
+  if (has_mtp()) {
+    mtp_concat_.resize(t * 2 * h);
+    captured_.resize(t * h);
+  }
+}
+
+KvCacheSpec HybridModel::MakeMtpKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const {
+  KvCacheSpec spec = MakeKvCacheSpec(num_blocks, block_size, dtype);
+  spec.num_layers = static_cast<int64_t>(mtp_layers_.size());
+  return spec;
 }
 
 KvCacheSpec HybridModel::MakeKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype) const {
@@ -307,9 +345,51 @@ Status HybridModel::Forward(const ForwardInput& input, PagedKvCache& kv, HybridS
   if (par_.stage != nullptr && !par_.stage->last()) {
     return par_.stage->SendHidden(hidden_.data(), t * h, logits, num_logits * config_.vocab_size);
   }
+  if (has_mtp()) {  // the MTP head's hidden_in: every row, final-normed
+    backend_.RmsNorm(hidden_.data(), final_norm_.data(), t, h, eps, captured_.data());
+    captured_rows_ = t;
+  }
   if (par_.stage != nullptr) logits = par_.stage->LogitsBuffer(logits, num_logits * config_.vocab_size);
   PAGELLM_RETURN_IF_ERROR(RunHead(input, logits));
   return par_.stage != nullptr ? par_.stage->SendLogits(num_logits * config_.vocab_size) : OkStatus();
+}
+
+Status HybridModel::ForwardMtp(const ForwardInput& input, const float* hidden_in, int32_t step, PagedKvCache& kv,
+                               float* hidden_out, float* logits) {
+  if (!has_mtp()) return FailedPreconditionError("HybridModel: no MTP head was loaded");
+  const KvCacheSpec& spec = kv.spec();
+  if (spec.num_layers != static_cast<int64_t>(mtp_layers_.size()) ||
+      spec.num_kv_heads != config_.num_key_value_heads || spec.head_dim != config_.head_dim) {
+    return InvalidArgumentError("KV cache does not match the MTP head's layers");
+  }
+  ForwardLimits limits{.max_num_tokens = max_num_tokens_, .vocab_size = config_.vocab_size,
+                       .max_positions = rope_.max_positions, .num_blocks = spec.num_blocks,
+                       .block_size = spec.block_size};
+  PAGELLM_RETURN_IF_ERROR(ValidateForwardInput(input, limits));
+  const int64_t t = input.num_tokens(), h = config_.hidden_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  backend_.Embedding(embed_tokens_, input.token_ids, normed_.data());
+  backend_.RmsNorm(normed_.data(), mtp_norm_embedding_.data(), t, h, eps, normed_.data());
+  backend_.RmsNorm(hidden_in, mtp_norm_hidden_.data(), t, h, eps, proj_.data());
+  const size_t row_bytes = static_cast<size_t>(h) * sizeof(float);
+  for (int64_t r = 0; r < t; ++r) {  // fc input: [embedding | hidden], vLLM's concat order
+    std::memcpy(mtp_concat_.data() + r * 2 * h, normed_.data() + r * h, row_bytes);
+    std::memcpy(mtp_concat_.data() + r * 2 * h + h, proj_.data() + r * h, row_bytes);
+  }
+  backend_.Linear(*mtp_fc_, mtp_concat_.data(), t, hidden_.data());
+  const Layer& layer = mtp_layers_[static_cast<size_t>(step) % mtp_layers_.size()];
+  backend_.RmsNorm(hidden_.data(), layer.input_norm.data(), t, h, eps, normed_.data());
+  RunAttention(layer, input, kv);
+  backend_.AddInPlace(proj_.data(), t * h, hidden_.data());
+  PAGELLM_RETURN_IF_ERROR(RunFfn(layer, t));
+  backend_.RmsNorm(hidden_.data(), mtp_norm_.data(), t, h, eps, hidden_out);
+  const int64_t num_logits = static_cast<int64_t>(input.logits_indices.size());
+  for (int64_t r = 0; r < num_logits; ++r) {
+    std::memcpy(normed_.data() + r * h, hidden_out + int64_t{input.logits_indices[static_cast<size_t>(r)]} * h,
+                row_bytes);
+  }
+  if (num_logits > 0) backend_.Linear(*lm_head_, normed_.data(), num_logits, logits);
+  return OkStatus();
 }
 
 Status HybridModel::RunHead(const ForwardInput& input, float* logits) {

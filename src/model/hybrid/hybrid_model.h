@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -63,6 +64,24 @@ class HybridModel {
   // State arena for `num_slots` concurrent sequences.
   HybridStateSpec MakeStateSpec(int64_t num_slots) const;
 
+  // --- Multi-token prediction (weights.mtp loaded; unsharded models only) ---
+  // One MTP row i takes the token at position i + 1 and the target's final-normed hidden
+  // state at position i, and predicts the token at i + 2 (vLLM's Qwen3NextMTP):
+  //   h = fc([norm_e(embed(x)); norm_h(hidden_in)]); h = layer(h); out = norm(h)
+  //   logits[logits_indices] = lm_head(out[logits_indices])   (the model's lm_head)
+  // `input` addresses the MTP's own paged KV cache (MakeMtpKvCacheSpec); `step` picks the
+  // layer (step % num_mtp_layers, as vLLM). hidden_out: [num_tokens, H], normed, the
+  // hidden_in of the next draft step.
+  bool has_mtp() const { return !mtp_layers_.empty(); }
+  KvCacheSpec MakeMtpKvCacheSpec(int64_t num_blocks, int64_t block_size, DType dtype = DType::kBF16) const;
+  Status ForwardMtp(const ForwardInput& input, const float* hidden_in, int32_t step, PagedKvCache& kv,
+                    float* hidden_out, float* logits);
+  // With an MTP head, every Forward keeps the final-normed hidden state of each of its
+  // tokens ([num_tokens, H]) until the next Forward: the MTP's hidden_in.
+  std::span<const float> last_hidden() const {
+    return {captured_.data(), static_cast<size_t>(captured_rows_ * config_.hidden_size)};
+  }
+
   const ModelConfig& config() const { return config_; }
   int32_t max_num_tokens() const { return max_num_tokens_; }
   int64_t max_positions() const { return rope_.max_positions; }
@@ -85,7 +104,8 @@ class HybridModel {
   Status PrepareWeights(const ModelWeights& weights);
   Status PrepareAttention(const LayerWeights& w, const std::string& prefix, Layer& layer);
   Status PrepareGdn(const LayerWeights& w, const std::string& prefix, Layer& layer);
-  Status PrepareFfn(const LayerWeights& w, int64_t layer_idx, const std::string& prefix, Layer& layer);
+  Status PrepareFfn(const LayerWeights& w, bool moe, const std::string& prefix, Layer& layer);
+  Status PrepareMtp(const MtpWeights& w);
   void AllocateWorkspace();
   Status ValidateInput(const ForwardInput& input, const PagedKvCache& kv, const HybridStateCache& states) const;
   void RunAttention(const Layer& layer, const ForwardInput& input, PagedKvCache& kv);
@@ -114,6 +134,13 @@ class HybridModel {
   std::vector<float> hidden_, normed_, qg_, q_, gate_, k_, v_, attn_, proj_, mlp_gate_, mlp_up_;
   std::vector<float> mixed_, z_, b_, a_, gdn_y_;
   std::unique_ptr<GdnMixerWorkspace> gdn_ws_;
+  // MTP head: its decoder layers (full attention, cache_idx into the MTP KV cache), fc,
+  // folded norms; the [T, 2H] fc input and the captured hidden states of the last Forward.
+  std::vector<Layer> mtp_layers_;
+  std::unique_ptr<LinearWeight> mtp_fc_;
+  std::vector<float> mtp_norm_embedding_, mtp_norm_hidden_, mtp_norm_;
+  std::vector<float> mtp_concat_, captured_;
+  int64_t captured_rows_ = 0;
 };
 
 }  // namespace pagellm
