@@ -8,6 +8,8 @@ times the engine logged. Both arms run in the same invocation, one after the oth
   # a draft model instead of n-gram lookup; --draft-model = --model measures the
   # verification overhead (every greedy draft accepted; drafts forced on at any batch):
   python3 bench/spec/code_edit_bench.py --model /tmp/q06 --draft-model /tmp/q06 --seqs 1
+  # the checkpoint's MTP head (Qwen3.5 / Qwen3-Next; drafts forced on at any batch):
+  python3 bench/spec/code_edit_bench.py --model /tmp/q35 --mtp --k 2 --seqs 1
 
 State the CPU (lscpu) and the load with the figures."""
 import argparse, json, os, re, subprocess, sys, tempfile, time
@@ -45,7 +47,10 @@ def run(args, n, spec):
         cmd = [args.pagellm, "generate", "--model", args.model, "--input", inp, "--output", os.path.join(d, "out.jsonl"),
                "--max-num-seqs", str(n)]
         cmd += args.engine_flags
-        if spec and args.draft_model:
+        if spec and args.mtp:
+            cmd += ["--speculative-config", json.dumps({"method": "mtp", "num_speculative_tokens": args.k,
+                                                        "disable_by_batch_size": 1 << 20})]
+        elif spec and args.draft_model:
             cfg = {"model": args.draft_model, "num_speculative_tokens": args.k}
             if args.draft_model == args.model: cfg["disable_by_batch_size"] = 1 << 20
             cmd += ["--speculative-config", json.dumps(cfg)]
@@ -72,10 +77,11 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--draft-model", default="", help="speculate with this draft model instead of n-gram lookup")
+    ap.add_argument("--mtp", action="store_true", help="speculate with the checkpoint's MTP head")
     ap.add_argument("--engine-flags", default="", help="more flags for both arms, e.g. '--dtype bfloat16'")
     args = ap.parse_args()
     args.engine_flags = args.engine_flags.split()
-    method = "draft model" if args.draft_model else "ngram"
+    method = "mtp" if args.mtp else "draft model" if args.draft_model else "ngram"
     for n in [int(x) for x in args.seqs.split(",")]:
         off, _, steps_off, t_off = run(args, n, False)
         on, acc, steps, t_on = run(args, n, True)

@@ -9,7 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend_registry.h"
+#include "engine/causal_lm.h"
 #include "engine_test_util.h"
+#include "model/model_loader.h"
+#include "spec/mtp_proposer.h"
 
 namespace pagellm::testing {
 namespace {
@@ -117,6 +121,85 @@ INSTANTIATE_TEST_SUITE_P(Presets, EngineMtpTest,
                            for (char& ch : name) ch = (ch == '-' || ch == '.') ? '_' : ch;
                            return name;
                          });
+
+// The proposer fed as the engine feeds it (a prompt chunk, then one verified row per
+// step, a recompute from inside its context) drafts what the head computed in one shot
+// over the whole sequence predicts: the tokens and hidden rows line up (row p = x_{p+1},
+// h_p), which no output-equality test can see (drafts never change outputs).
+TEST(MtpProposerTest, DraftsMatchTheHeadRunInOneShot) {
+  LoadOptions load;
+  load.model_path = TinyCheckpoint("qwen3.5-tiny", DType::kF32);
+  load.load_mtp = true;
+  LoadedModel loaded = LoadModel(load).value();
+  Backend* backend = BackendRegistry::Get("cpu").value();
+  std::unique_ptr<CausalLm> model = CreateCausalLm(loaded.config, loaded.weights, *backend, 256, {}).value();
+  ASSERT_TRUE(model->AllocateStateSlots(1, 0).ok());
+  MtpHead* head = model->mtp_head();
+  ASSERT_NE(head, nullptr);
+  constexpr int32_t kBlock = 16, kLen = 40;
+  const int64_t h = loaded.config.hidden_size, v = loaded.config.vocab_size;
+  const std::vector<int32_t> seq = RandomPrompt(kLen, 4242);
+  // The target over the whole sequence: its final-normed hidden rows.
+  auto kv = PagedKvCache::Create(model->MakeKvCacheSpec(8, kBlock, DType::kF32)).value();
+  ModelRunner runner(*model, *kv, kBlock);
+  SchedulerOutput out;
+  ScheduledRequest& s = out.scheduled.emplace_back();
+  s.request_id = "a";
+  s.num_new_tokens = kLen;
+  s.new_token_ids = seq;
+  s.block_ids = {1, 2, 3};
+  s.samples = true;
+  s.state_slot = 0;
+  ASSERT_TRUE(runner.Execute(out).ok());
+  const std::vector<float> hidden(head->last_hidden().begin(), head->last_hidden().end());
+  ASSERT_EQ(hidden.size(), static_cast<size_t>(kLen * h));
+  // The head in one shot: rows 0..kLen-2, row p predicting x_{p+2}.
+  auto mtp_kv = PagedKvCache::Create(head->MakeMtpKvCacheSpec(8, kBlock, DType::kF32)).value();
+  std::vector<int32_t> tokens(seq.begin() + 1, seq.end()), positions, qsl = {0, kLen - 1}, lens = {kLen - 1};
+  std::vector<int32_t> blocks = {1, 2, 3}, rows;
+  std::vector<int64_t> slots;
+  for (int32_t p = 0; p < kLen - 1; ++p) {
+    positions.push_back(p);
+    slots.push_back(int64_t{blocks[static_cast<size_t>(p / kBlock)]} * kBlock + p % kBlock);
+    rows.push_back(p);
+  }
+  ForwardInput in{.token_ids = tokens, .positions = positions, .slot_mapping = slots, .query_start_loc = qsl,
+                  .seq_lens = lens, .block_tables = blocks, .max_blocks_per_seq = 3, .logits_indices = rows};
+  std::vector<float> out_hidden(static_cast<size_t>((kLen - 1) * h)), logits(static_cast<size_t>((kLen - 1) * v));
+  ASSERT_TRUE(head->ForwardMtp(in, hidden.data(), 0, *mtp_kv, out_hidden.data(), logits.data()).ok());
+  auto want = [&](int32_t p) {
+    const float* row = logits.data() + static_cast<size_t>(p) * v;
+    return static_cast<int32_t>(std::max_element(row, row + v) - row);
+  };
+  auto proposer_kv = PagedKvCache::Create(head->MakeMtpKvCacheSpec(8, kBlock, DType::kF32)).value();
+  MtpProposer mtp(*head, *proposer_kv,
+                  {.block_size = kBlock, .num_blocks = 8, .max_num_batched_tokens = 256, .max_model_len = 2048,
+                   .num_valid_tokens = static_cast<int32_t>(v), .hidden_size = h, .vocab_size = v});
+  auto propose = [&](int32_t begin, int32_t rows_fed, int32_t known, int32_t k) {
+    MtpSequence q{.request_id = "a", .token_ids = std::span<const int32_t>(seq).first(static_cast<size_t>(known)),
+                  .hidden_begin = begin,
+                  .hidden = std::span<const float>(hidden).subspan(static_cast<size_t>(begin * h),
+                                                                    static_cast<size_t>(rows_fed * h)),
+                  .wants_drafts = true};
+    auto drafts = mtp.Propose(std::span<const MtpSequence>(&q, 1), k);
+    EXPECT_TRUE(drafts.ok()) << drafts.status();
+    return drafts.ok() ? (*drafts)[0] : std::vector<int32_t>{};
+  };
+  // A prompt chunk of 20 (x_20 known), then one row a step, with 2 drafts.
+  std::vector<int32_t> d = propose(0, 20, 21, 2);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0], want(19));
+  for (int32_t p = 20; p < kLen - 1; ++p) {
+    d = propose(p, 1, p + 2, 2);
+    ASSERT_EQ(d.size(), 2u) << p;
+    EXPECT_EQ(d[0], want(p)) << "row " << p;
+  }
+  // A recompute from inside the context (a rejected hybrid verification is redone).
+  d = propose(30, 3, 34, 1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0], want(32));
+  EXPECT_EQ(mtp.num_context_restarts(), 0);
+}
 
 TEST(EngineMtpRefusals, ModelWithoutHead) {
   EngineConfig c = TinyConfig(TinyCheckpoint("qwen3-tiny", DType::kF32), DType::kF32);
