@@ -29,6 +29,7 @@ struct ConvertFlags {
   std::string outfile;
   std::string outtype = "auto";
   std::string name;
+  bool no_mtp = false;
 };
 
 bool IsGgufInput(const std::string& path) {
@@ -80,6 +81,7 @@ Status RunConvert(const ConvertFlags& flags) {
   GgufConvertOptions options;
   options.model_dir = flags.model_dir;
   options.name = flags.name;
+  options.keep_mtp = !flags.no_mtp;
   PAGELLM_ASSIGN_OR_RETURN(std::string ftype, ResolveOuttype(flags, options));
   options.outfile = flags.outfile.empty() ? DefaultOutfile(flags.model_dir, ftype) : flags.outfile;
   if (size_t pos = options.outfile.find("{ftype}"); pos != std::string::npos) options.outfile.replace(pos, 7, ftype);
@@ -105,6 +107,9 @@ void RegisterConvertCommand(CLI::App& app) {
                   "on the f16 file, each weight rounded to f16 first")
       ->capture_default_str();
   cmd->add_option("--model-name", flags->name, "general.name (default: the directory name)");
+  cmd->add_flag("--no-mtp", flags->no_mtp,
+                "leave out the multi-token-prediction head (mtp.*, written as blk.N.nextn.* by default), as "
+                "convert_hf_to_gguf.py --no-mtp");
   cmd->callback([flags] { ReportStatus(RunConvert(*flags)); });
 }
 

@@ -68,11 +68,13 @@ void AddU32IfPresent(const Json& config, const char* hf_key, const std::string& 
 }
 
 // Qwen3NextModel / _Qwen35MRopeMixin.set_gguf_parameters: expert sizes, GDN (ssm.*) sizes,
-// full_attention_interval, the partial rotary dims and (qwen35*) the MRoPE sections.
-// NOTE: mtp.* tensors are not written (as the converter's --no-mtp), so no nextn key.
-Status AddHybridKeys(const Json& config, const std::string& arch, GgufMetadata* kv) {
+// full_attention_interval, the partial rotary dims and (qwen35*) the MRoPE sections. The
+// nextn key comes where _QwenMtpMixin adds it: after Qwen2MoeModel's expert sizes, before
+// Qwen3NextModel's ssm.* keys.
+Status AddHybridKeys(const Json& config, const std::string& arch, int64_t nextn, GgufMetadata* kv) {
   AddU32IfPresent(config, "moe_intermediate_size", arch + ".expert_feed_forward_length", kv);
   AddU32IfPresent(config, "shared_expert_intermediate_size", arch + ".expert_shared_feed_forward_length", kv);
+  if (nextn > 0) kv->emplace_back(arch + ".nextn_predict_layers", GgufValue::U32(static_cast<uint32_t>(nextn)));
   PAGELLM_ASSIGN_OR_RETURN(uint32_t kernel, GetU32(config, "linear_conv_kernel_dim"));
   PAGELLM_ASSIGN_OR_RETURN(uint32_t dk, GetU32(config, "linear_key_head_dim"));
   PAGELLM_ASSIGN_OR_RETURN(uint32_t dv, GetU32(config, "linear_value_head_dim"));
@@ -150,10 +152,15 @@ StatusOr<std::string> GgufArchFromHfConfig(const Json& config) {
   return UnimplementedError(fmt::format("config.json: model_type '{}' cannot be converted to GGUF", model_type));
 }
 
-StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& original_config, GgmlType outtype, std::string_view name) {
+StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& original_config, GgmlType outtype, std::string_view name,
+                                              int64_t nextn_predict_layers) {
   if (!original_config.is_object()) return InvalidArgumentError("config.json: not an object");
   PAGELLM_ASSIGN_OR_RETURN(std::string arch, GgufArchFromHfConfig(original_config));
   const bool hybrid = arch == "qwen3next" || arch == "qwen35" || arch == "qwen35moe";
+  if (nextn_predict_layers < 0 || nextn_predict_layers > UINT32_MAX || (nextn_predict_layers > 0 && !hybrid)) {
+    return InvalidArgumentError(fmt::format("{} multi-token-prediction layers cannot be written for architecture {}",
+                                            nextn_predict_layers, arch));
+  }
   const bool experts = hybrid || arch == "qwen3moe";
   const Json config = MergedHfTextConfig(original_config);
   GgufMetadata kv;
@@ -167,6 +174,8 @@ StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& original_config, GgmlT
     // Qwen3.5-MoE has no dense FFN: the converter writes feed_forward_length only if present.
     if (hybrid && !config.contains(hf_key) && std::string_view(hf_key) == "intermediate_size") continue;
     PAGELLM_ASSIGN_OR_RETURN(uint32_t v, GetU32(config, hf_key));
+    // The MTP blocks follow the decoder layers (TextModel writes _QwenMtpMixin's block_count).
+    if (std::string_view(gguf_key) == "block_count") v += static_cast<uint32_t>(nextn_predict_layers);
     kv.emplace_back(arch + "." + gguf_key, GgufValue::U32(v));
   }
   uint32_t kv_heads = 0;
@@ -200,7 +209,7 @@ StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& original_config, GgmlT
     // Qwen2MoeModel.set_gguf_parameters (Qwen3MoeModel's parent): the expert FFN width.
     AddU32IfPresent(config, "moe_intermediate_size", arch + ".expert_feed_forward_length", &kv);
   }
-  if (hybrid) PAGELLM_RETURN_IF_ERROR(AddHybridKeys(config, arch, &kv));
+  if (hybrid) PAGELLM_RETURN_IF_ERROR(AddHybridKeys(config, arch, nextn_predict_layers, &kv));
   kv.emplace_back("general.quantization_version", GgufValue::U32(2));
   return kv;
 }

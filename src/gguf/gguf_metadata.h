@@ -11,6 +11,7 @@
 // Inputs are parsed JSON (not ModelConfig) so this layer stays independent of src/model.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,8 +43,13 @@ Json MergedHfTextConfig(const Json& config);
 // [11,11,10,0] when absent), expert_count / expert_used_count / expert_feed_forward_length /
 // expert_shared_feed_forward_length (MoE), ssm.{conv_kernel,state_size,group_count,
 // time_step_rank,inner_size}, full_attention_interval and rope.dimension_count (partial
-// rotary dims). No nextn_predict_layers: mtp.* tensors are not converted (--no-mtp).
+// rotary dims).
+// `nextn_predict_layers` > 0 (hybrid archs only): the file carries that many multi-token-
+// prediction blocks after the decoder layers, as _QwenMtpMixin writes them: block_count counts
+// them and {arch}.nextn_predict_layers (after the expert sizes) says how many; 0 writes neither
+// (convert_hf_to_gguf.py --no-mtp, or a checkpoint without mtp.* tensors).
 // `outtype` is the type of the 2-D weights (general.file_type: f32 0, f16 1, q8_0 7, bf16 32).
-StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& config, GgmlType outtype, std::string_view name);
+StatusOr<GgufMetadata> BuildGgufModelMetadata(const Json& config, GgmlType outtype, std::string_view name,
+                                              int64_t nextn_predict_layers = 0);
 
 }  // namespace pagellm

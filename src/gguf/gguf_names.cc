@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -63,6 +64,16 @@ constexpr NamePair kLayerNames[] = {
     {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight", kHybrid},
     {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight", kHybrid},
     {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", kHybrid},
+};
+
+// The MTP head's own tensors (names below "mtp.") -> llama.cpp's NextN tensors (gguf-py
+// MODEL_TENSOR.NEXTN_*; embed_tokens and shared_head_head have no Qwen counterpart: the head
+// shares the model's embedding and lm_head).
+constexpr std::pair<std::string_view, std::string_view> kNextnNames[] = {
+    {"fc.weight", "nextn.eh_proj.weight"},
+    {"pre_fc_norm_embedding.weight", "nextn.enorm.weight"},
+    {"pre_fc_norm_hidden.weight", "nextn.hnorm.weight"},
+    {"norm.weight", "nextn.shared_head_norm.weight"},
 };
 
 StatusOr<unsigned> ArchBit(std::string_view arch) {
@@ -149,6 +160,13 @@ StatusOr<std::string> GgufLayerSuffix(std::string_view arch, std::string_view fi
     if ((p.archs & bit) && field == p.hf) return std::string(p.gguf);
   }
   return NotFoundError(fmt::format("no 1:1 GGUF name for {} tensor field '{}'", arch, field));
+}
+
+StatusOr<std::string> GgufNextnSuffix(std::string_view field) {
+  for (const auto& [hf, gguf] : kNextnNames) {
+    if (field == hf) return std::string(gguf);
+  }
+  return NotFoundError(fmt::format("no GGUF NextN name for multi-token-prediction tensor 'mtp.{}'", field));
 }
 
 }  // namespace pagellm

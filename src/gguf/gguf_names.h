@@ -13,6 +13,9 @@
 // in_proj_qkvz); their data transformations (norms + 1, -exp(A_log), value-head order)
 // live in model/gguf_hybrid_plan.h. Qwen3.5's HF names carry the "model.language_model."
 // prefix (accepted on input with or without "language_model.").
+// The multi-token-prediction head (HF mtp.*) is llama.cpp's NextN block: one extra block at
+// index num_hidden_layers whose layer tensors take the usual names (mtp.layers.0.self_attn.q_proj
+// -> blk.N.attn_q, GgufLayerSuffix) and whose own tensors are blk.N.nextn.* (GgufNextnSuffix).
 #pragma once
 
 #include <string>
@@ -36,5 +39,11 @@ bool UsesGgufTensorPlans(std::string_view arch);
 // The suffix llama.cpp names tensor `field` (the HF name below "layers.N.") of `arch` by,
 // e.g. ("qwen35", "linear_attn.A_log") -> "ssm_a"; NotFound for fields it has no 1:1 name for.
 StatusOr<std::string> GgufLayerSuffix(std::string_view arch, std::string_view field);
+
+// The suffix below "blk.N." of the MTP head's own tensors (`field` is the name below "mtp."),
+// as llama.cpp's _QwenMtpMixin renames them: "fc.weight" -> "nextn.eh_proj.weight",
+// "pre_fc_norm_embedding.weight" -> "nextn.enorm.weight", "pre_fc_norm_hidden.weight" ->
+// "nextn.hnorm.weight", "norm.weight" -> "nextn.shared_head_norm.weight"; NotFound otherwise.
+StatusOr<std::string> GgufNextnSuffix(std::string_view field);
 
 }  // namespace pagellm

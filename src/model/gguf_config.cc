@@ -105,13 +105,22 @@ Status AddLayerTypes(const GgufFile& gguf, const std::string& arch, int64_t num_
 }
 
 // qwen3next / qwen35 / qwen35moe keys (gguf/gguf_metadata.h lists them) -> config.json keys.
-// block_count includes nextn_predict_layers MTP blocks, which pagellm does not run.
+// block_count includes the nextn_predict_layers multi-token-prediction blocks: they are the
+// config's mtp_num_hidden_layers, 0 when the key is absent (a Qwen3-Next config.json without
+// the key implies one, but a file converted --no-mtp has none).
 Status AddHybridConfig(const GgufFile& gguf, const std::string& arch, Json& json) {
   json["model_type"] = arch == "qwen3next" ? "qwen3_next" : arch == "qwen35" ? "qwen3_5_text" : "qwen3_5_moe_text";
+  int64_t nextn = 0;
   if (gguf.Find(arch + ".nextn_predict_layers") != nullptr) {
-    PAGELLM_ASSIGN_OR_RETURN(int64_t nextn, gguf.GetInt(arch + ".nextn_predict_layers"));
-    json["num_hidden_layers"] = json["num_hidden_layers"].get<int64_t>() - nextn;
+    PAGELLM_ASSIGN_OR_RETURN(nextn, gguf.GetInt(arch + ".nextn_predict_layers"));
+    const int64_t blocks = json["num_hidden_layers"].get<int64_t>();
+    if (nextn < 0 || nextn >= blocks) {
+      return InvalidArgumentError(fmt::format("{}: nextn_predict_layers {} does not fit block_count {}", gguf.what(),
+                                              nextn, blocks));
+    }
+    json["num_hidden_layers"] = blocks - nextn;
   }
+  json["mtp_num_hidden_layers"] = nextn;
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".ssm.conv_kernel", "linear_conv_kernel_dim", true, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".ssm.state_size", "linear_key_head_dim", true, json));
   PAGELLM_RETURN_IF_ERROR(CopyInt(gguf, arch + ".ssm.group_count", "linear_num_key_heads", true, json));

@@ -199,11 +199,12 @@ StatusOr<Json> ReadJsonIfExists(const std::string& path) {
   return ReadJsonFile(path);
 }
 
-// general.* / {arch}.* / tokenizer.* keys, in the order llama.cpp's converter writes them.
-StatusOr<GgufMetadata> BuildMetadata(const GgufConvertOptions& options, const Json& config) {
+// general.* / {arch}.* / tokenizer.* keys, in the order llama.cpp's converter writes them
+// (`nextn` MTP blocks counted in block_count and named by nextn_predict_layers).
+StatusOr<GgufMetadata> BuildMetadata(const GgufConvertOptions& options, const Json& config, int64_t nextn) {
   std::string name = options.name.empty() ? fs::path(options.model_dir).filename().string() : options.name;
   if (name.empty()) name = fs::path(options.model_dir).parent_path().filename().string();
-  PAGELLM_ASSIGN_OR_RETURN(GgufMetadata kv, BuildGgufModelMetadata(config, options.outtype, name));
+  PAGELLM_ASSIGN_OR_RETURN(GgufMetadata kv, BuildGgufModelMetadata(config, options.outtype, name, nextn));
   PAGELLM_ASSIGN_OR_RETURN(Json tokenizer_json, ReadJsonFile(options.model_dir + "/tokenizer.json"));
   PAGELLM_ASSIGN_OR_RETURN(Json tokenizer_config, ReadJsonIfExists(options.model_dir + "/tokenizer_config.json"));
   std::error_code ec;
@@ -258,9 +259,21 @@ StatusOr<GgufConvertReport> ConvertToGguf(const GgufConvertOptions& options) {
   PAGELLM_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(config_json));
   PAGELLM_ASSIGN_OR_RETURN(std::string arch, GgufArchFromHfConfig(config_json));
   PAGELLM_ASSIGN_OR_RETURN(auto ckpt, SafetensorsCheckpoint::Open(options.model_dir));
-  PAGELLM_ASSIGN_OR_RETURN(GgufMetadata metadata, BuildMetadata(options, config_json));
+  // The MTP head goes in when the checkpoint ships it (llama.cpp's converter keeps mtp.*
+  // unless --no-mtp); a hybrid config without the tensors (Qwen3-Next's implied layer) has none.
+  const std::vector<WeightSpec> mtp_specs = ListMtpWeightSpecs(config);
+  const bool with_mtp = options.keep_mtp && IsHybridGgufArch(arch) && !mtp_specs.empty() &&
+                        ckpt->Find(mtp_specs.front().name) != nullptr;
+  if (with_mtp) {
+    PLOG_INFO("writing the multi-token-prediction head ({} layer(s)) as NextN block {}", config.mtp_num_hidden_layers,
+              config.num_hidden_layers);
+  }
+  PAGELLM_ASSIGN_OR_RETURN(GgufMetadata metadata,
+                           BuildMetadata(options, config_json, with_mtp ? config.mtp_num_hidden_layers : 0));
+  std::vector<WeightSpec> specs = ListWeightSpecs(config);
+  if (with_mtp) specs.insert(specs.end(), mtp_specs.begin(), mtp_specs.end());
   std::map<std::string, const TensorView*> views;
-  for (const WeightSpec& spec : ListWeightSpecs(config)) {
+  for (const WeightSpec& spec : specs) {
     const TensorView* view = ckpt->Find(spec.name);
     if (view == nullptr) return NotFoundError(fmt::format("{}: checkpoint has no tensor '{}'", options.model_dir, spec.name));
     if (view->shape != spec.shape) {
@@ -277,7 +290,7 @@ StatusOr<GgufConvertReport> ConvertToGguf(const GgufConvertOptions& options) {
   };
   std::vector<GgufTensorPlan> plans;  // outlives writer.WriteFile (the producers point into it)
   if (UsesGgufTensorPlans(arch)) {
-    PAGELLM_ASSIGN_OR_RETURN(plans, HybridGgufPlans(config, arch));
+    PAGELLM_ASSIGN_OR_RETURN(plans, HybridGgufPlans(config, arch, with_mtp));
     for (const GgufTensorPlan& plan : plans) {
       std::vector<const TensorView*> inputs;
       for (const std::string& name : plan.inputs) inputs.push_back(views.at(name));

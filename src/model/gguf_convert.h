@@ -17,7 +17,11 @@
 // else chat_template.jinja, as gguf-py's SpecialVocab does). Tensor data is produced
 // while the file is written, so memory stays at one chunk per thread. Hybrid models go
 // through model/gguf_hybrid_plan.h (norms + 1, -exp(A_log), value-head reorder, expert
-// stacking, as llama.cpp's Qwen3NextModel / Qwen3_5*Model); mtp.* tensors are not written.
+// stacking, as llama.cpp's Qwen3NextModel / Qwen3_5*Model). A hybrid checkpoint that ships the
+// multi-token-prediction head (mtp.fc.weight present, config mtp_num_hidden_layers > 0) gets
+// it as llama.cpp's NextN block, after every other tensor: block num_hidden_layers (norms + 1,
+// the usual layer names, blk.N.nextn.{eh_proj,enorm,hnorm,shared_head_norm}), block_count
+// counting it and {arch}.nextn_predict_layers; `keep_mtp` false drops it (--no-mtp).
 //
 // With `quantize` set (`--outtype q4_k_m`, q5_k_m, q6_k, q4_0, q5_0, iq4_nl, iq4_xs) the file
 // is the one llama-quantize makes from the `outtype` (F16) file: each tensor's values are
@@ -46,6 +50,9 @@ struct GgufConvertOptions {
   // Then llama-quantize's file type applied to the `outtype` file (a float type).
   std::optional<GgufFileType> quantize;
   std::string name;  // general.name; empty: the directory's name
+  // Write the checkpoint's mtp.* head as the NextN block when it has one (llama.cpp's default);
+  // false: leave it out, as convert_hf_to_gguf.py --no-mtp.
+  bool keep_mtp = true;
 };
 
 struct GgufConvertReport {

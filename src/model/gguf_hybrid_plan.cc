@@ -49,6 +49,12 @@ class ForwardBuilder {
   }
 
   Status Add(const WeightSpec& spec) {
+    if (spec.mtp && spec.layer_idx < 0) {  // mtp.fc and the head's three (zero-centred) norms
+      PAGELLM_ASSIGN_OR_RETURN(std::string suffix, GgufNextnSuffix(spec.field));
+      plans_.push_back(IdentityPlan(fmt::format("blk.{}.{}", c_.num_hidden_layers, suffix), spec.shape, spec.name));
+      if (spec.role == WeightRole::kMtpNorm) plans_.back().op = GgufValueOp::kAddOne;
+      return OkStatus();
+    }
     if (spec.layer_idx < 0) {
       PAGELLM_ASSIGN_OR_RETURN(std::string name, HfToGgufTensorName(arch_, spec.name));
       plans_.push_back(IdentityPlan(name, spec.shape, spec.name));
@@ -77,8 +83,9 @@ class ForwardBuilder {
   std::vector<GgufTensorPlan> Take() { return std::move(plans_); }
 
  private:
-  static std::string Blk(const WeightSpec& spec, std::string_view suffix) {
-    return fmt::format("blk.{}.{}", spec.layer_idx, suffix);
+  // The GGUF block of a layer tensor: MTP layers follow the decoder layers.
+  std::string Blk(const WeightSpec& spec, std::string_view suffix) const {
+    return fmt::format("blk.{}.{}", spec.mtp ? c_.num_hidden_layers + spec.layer_idx : spec.layer_idx, suffix);
   }
 
   // _LinearAttentionVReorderBase.modify_tensors: grouped -> tiled value heads.
@@ -110,8 +117,8 @@ class ForwardBuilder {
     p.name = Blk(spec, fmt::format("ffn_{}_exps.weight", kind));
     p.shape = {c_.num_experts, spec.shape[0], spec.shape[1]};
     for (int64_t e = 0; e < c_.num_experts; ++e) {
-      p.inputs.push_back(fmt::format("{}layers.{}.mlp.experts.{}.{}_proj.weight", c_.weight_prefix, spec.layer_idx, e,
-                                     kind));
+      p.inputs.push_back(fmt::format("{}layers.{}.mlp.experts.{}.{}_proj.weight", spec.mtp ? "mtp." : c_.weight_prefix,
+                                     spec.layer_idx, e, kind));
       AppendRows(p.rows, static_cast<int32_t>(e), 0, spec.shape[0]);
     }
     plans_.push_back(std::move(p));
@@ -205,6 +212,15 @@ bool BlockAligned(const std::vector<int64_t>& col_perm, int64_t block) {
   return true;
 }
 
+// ListWeightSpecs, then (with_mtp) ListMtpWeightSpecs: the order plans are made and written in.
+std::vector<WeightSpec> PlannedSpecs(const ModelConfig& config, bool with_mtp) {
+  std::vector<WeightSpec> specs = ListWeightSpecs(config);
+  if (with_mtp) {
+    for (WeightSpec& spec : ListMtpWeightSpecs(config)) specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
 }  // namespace
 
 std::optional<int64_t> GgufTensorPlan::ContiguousRowsStart() const {
@@ -235,7 +251,8 @@ std::vector<int64_t> TiledValueRows(int64_t nk, int64_t nv, int64_t d) {
   return rows;
 }
 
-StatusOr<std::vector<GgufTensorPlan>> HybridGgufPlans(const ModelConfig& config, const std::string& arch) {
+StatusOr<std::vector<GgufTensorPlan>> HybridGgufPlans(const ModelConfig& config, const std::string& arch,
+                                                      bool with_mtp) {
   const bool moe = config.arch == ModelArch::kQwen3Moe && arch == "qwen3moe";
   if (!moe && (!config.is_hybrid() || !IsHybridGgufArch(arch))) {
     return InvalidArgumentError(fmt::format("{} ({}) is not a GGUF architecture with tensor plans", arch,
@@ -246,16 +263,20 @@ StatusOr<std::vector<GgufTensorPlan>> HybridGgufPlans(const ModelConfig& config,
                                           "place in llama.cpp's qwen3moe, whose every layer is MoE",
                                           config.model_type, config.decoder_sparse_step));
   }
+  if (with_mtp && config.mtp_num_hidden_layers > 0 && !IsHybridGgufArch(arch)) {
+    return InvalidArgumentError(fmt::format("{} has no multi-token-prediction (NextN) block", arch));
+  }
   ForwardBuilder builder(config, arch);
-  for (const WeightSpec& spec : ListWeightSpecs(config)) PAGELLM_RETURN_IF_ERROR(builder.Add(spec));
+  for (const WeightSpec& spec : PlannedSpecs(config, with_mtp)) PAGELLM_RETURN_IF_ERROR(builder.Add(spec));
   return builder.Take();
 }
 
-StatusOr<std::vector<GgufTensorPlan>> HybridHfPlans(const ModelConfig& config, const std::string& arch) {
-  PAGELLM_ASSIGN_OR_RETURN(std::vector<GgufTensorPlan> forward, HybridGgufPlans(config, arch));
+StatusOr<std::vector<GgufTensorPlan>> HybridHfPlans(const ModelConfig& config, const std::string& arch,
+                                                    bool with_mtp) {
+  PAGELLM_ASSIGN_OR_RETURN(std::vector<GgufTensorPlan> forward, HybridGgufPlans(config, arch, with_mtp));
   std::vector<GgufTensorPlan> plans;
   std::map<std::string, size_t> index;
-  for (const WeightSpec& spec : ListWeightSpecs(config)) {
+  for (const WeightSpec& spec : PlannedSpecs(config, with_mtp)) {
     index[spec.name] = plans.size();
     plans.push_back({spec.name, spec.shape, {}, std::vector<GgufRowRef>(NumRows(spec.shape), {-1, -1}), {}, {}});
   }

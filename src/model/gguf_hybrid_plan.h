@@ -16,7 +16,12 @@
 //   * Qwen3-Next: in_proj_qkvz (per key group [q k v z]) split into attn_qkv = [q | k | v]
 //     and attn_gate = z (value heads keep grouped order); in_proj_ba kept as ssm_ba;
 //   * experts: per-expert tensors stacked into ffn_{gate,up,down}_exps [E, ., .]; Qwen3.5-MoE's
-//     fused gate_up_proj split at row I_e into ffn_gate_exps / ffn_up_exps.
+//     fused gate_up_proj split at row I_e into ffn_gate_exps / ffn_up_exps;
+//   * with_mtp (_QwenMtpMixin): the multi-token-prediction head as block N = num_hidden_layers
+//     (+ l for mtp.layers.l): its layer tensors under their usual names with the same
+//     transformations (norms + 1, experts stacked), mtp.fc -> blk.N.nextn.eh_proj as it is
+//     ([H, 2H], input columns [embedding | hidden]), and its three norms, + 1, as
+//     blk.N.nextn.{enorm,hnorm,shared_head_norm} (gguf/gguf_names.h GgufNextnSuffix).
 // The inverse plans are derived mechanically from the forward ones (every HF row is written
 // exactly once), so loading a converted file gives back the HF tensors (A_log up to float
 // rounding of log(-(-exp(x)))).
@@ -63,11 +68,15 @@ struct GgufTensorPlan {
 std::vector<int64_t> TiledValueRows(int64_t nk, int64_t nv, int64_t d);
 
 // Every GGUF tensor of `config` (a hybrid or Qwen3-MoE config), inputs named by HF names.
-// `arch` is the GGUF architecture (qwen3moe, qwen3next, qwen35, qwen35moe).
-StatusOr<std::vector<GgufTensorPlan>> HybridGgufPlans(const ModelConfig& config, const std::string& arch);
+// `arch` is the GGUF architecture (qwen3moe, qwen3next, qwen35, qwen35moe). with_mtp appends
+// the NextN block(s) of ListMtpWeightSpecs(config) (none when the config declares none).
+StatusOr<std::vector<GgufTensorPlan>> HybridGgufPlans(const ModelConfig& config, const std::string& arch,
+                                                      bool with_mtp = false);
 
-// Every HF tensor of `config` (ListWeightSpecs order), inputs named by GGUF names.
-StatusOr<std::vector<GgufTensorPlan>> HybridHfPlans(const ModelConfig& config, const std::string& arch);
+// Every HF tensor of `config` (ListWeightSpecs order, then ListMtpWeightSpecs' with_mtp),
+// inputs named by GGUF names.
+StatusOr<std::vector<GgufTensorPlan>> HybridHfPlans(const ModelConfig& config, const std::string& arch,
+                                                    bool with_mtp = false);
 
 // Calls emit(r, row) for output rows [r0, r1) of `plan` computed in float32 (inputs of
 // dtype f32/f16/bf16/q8_0 converted, column permutation and op applied). `inputs` are

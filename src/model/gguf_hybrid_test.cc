@@ -81,14 +81,15 @@ TEST(GgufHybridConvertTest, Qwen35MetadataIsWhatLlamaCppReads) {
   auto gguf = GgufFile::Open(Convert("qwen3.5-tiny", GgmlType::kF32)).value();
   EXPECT_EQ(gguf->GetString("general.architecture").value(), "qwen35");
   const std::pair<const char*, int64_t> keys[] = {
-      {"qwen35.block_count", 4},          {"qwen35.embedding_length", 64},     {"qwen35.feed_forward_length", 192},
+      {"qwen35.block_count", 5},          {"qwen35.embedding_length", 64},     {"qwen35.feed_forward_length", 192},
       {"qwen35.attention.head_count", 4}, {"qwen35.attention.head_count_kv", 2}, {"qwen35.attention.key_length", 64},
       {"qwen35.ssm.conv_kernel", 4},      {"qwen35.ssm.state_size", 32},       {"qwen35.ssm.group_count", 2},
       {"qwen35.ssm.time_step_rank", 4},   {"qwen35.ssm.inner_size", 128},      {"qwen35.full_attention_interval", 4},
       {"qwen35.rope.dimension_count", 16}};
   for (const auto& [key, value] : keys) EXPECT_EQ(gguf->GetInt(key).value(), value) << key;
   EXPECT_EQ(gguf->GetIntArray("qwen35.rope.dimension_sections").value(), (std::vector<int64_t>{11, 11, 10, 0}));
-  EXPECT_EQ(gguf->Find("qwen35.nextn_predict_layers"), nullptr);
+  // The dummy ships the MTP head: 4 decoder layers + the NextN block (model/gguf_mtp_test.cc).
+  EXPECT_EQ(gguf->GetInt("qwen35.nextn_predict_layers").value(), 1);
   auto moe = GgufFile::Open(Convert("qwen3.5-moe-tiny", GgmlType::kQ8_0)).value();
   EXPECT_EQ(moe->GetInt("qwen35moe.expert_count").value(), 8);
   EXPECT_EQ(moe->GetInt("qwen35moe.expert_used_count").value(), 2);

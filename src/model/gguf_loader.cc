@@ -52,13 +52,16 @@ StatusOr<LoadedModel> LoadGgufModel(const LoadOptions& options) {
   model.tokenizer_path = gguf->Find("tokenizer.ggml.tokens") != nullptr ? options.model_path : "";
   size_t converted_bytes = 0;
   if (options.load_format == "dummy") {
-    PAGELLM_ASSIGN_OR_RETURN(auto store, GenerateDummyWeights(model.config, options.seed, dtype));
-    PAGELLM_ASSIGN_OR_RETURN(model.weights, BindWeights(model.config, *store));
+    PAGELLM_ASSIGN_OR_RETURN(auto store, GenerateDummyWeights(model.config, options.seed, dtype, options.load_mtp));
+    PAGELLM_ASSIGN_OR_RETURN(model.weights, BindWeights(model.config, *store, std::nullopt, options.load_mtp));
   } else if (options.load_format == "auto" || options.load_format == "gguf") {
-    PAGELLM_ASSIGN_OR_RETURN(auto source, GgufTensorSource::Create(gguf, target));
+    PAGELLM_ASSIGN_OR_RETURN(auto source, GgufTensorSource::Create(gguf, target, options.load_mtp));
     converted_bytes = source->converted_bytes();
-    StatusOr<ModelWeights> weights = BindGgufWeights(model.config, *source);
-    if (!weights.ok()) return InvalidArgumentError(fmt::format("{}: {}", gguf->what(), weights.status().message()));
+    StatusOr<ModelWeights> weights = BindGgufWeights(model.config, *source, options.load_mtp);
+    // The file named, the code kept: NotFound for a missing tensor or MTP head, as BindWeights.
+    if (!weights.ok()) {
+      return Status(weights.status().code(), fmt::format("{}: {}", gguf->what(), weights.status().message()));
+    }
     model.weights = std::move(*weights);
   } else {
     return InvalidArgumentError(
@@ -66,7 +69,8 @@ StatusOr<LoadedModel> LoadGgufModel(const LoadOptions& options) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   PLOG_INFO("loaded {} ({}): GGUF v{}, {} tensors, {:.1f} MB of {} weights ({:.1f} MB converted), {:.2f} s",
-            options.model_path, ModelConfigSummary(model.config), gguf->version(), ListWeightSpecs(model.config).size(),
+            options.model_path, ModelConfigSummary(model.config), gguf->version(),
+            ListWeightSpecs(model.config).size() + (options.load_mtp ? ListMtpWeightSpecs(model.config).size() : 0),
             WeightBytes(model.weights) / 1e6, DTypeName(model.weights.dtype), converted_bytes / 1e6, seconds);
   return model;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -66,10 +67,22 @@ Status DequantizeInto(const GgufTensorInfo& info, const TensorView& dst) {
 
 }  // namespace
 
-StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSource& source) {
+StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSource& source, bool with_mtp) {
   ModelWeights w;
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  for (const WeightSpec& spec : ListWeightSpecs(config)) {
+  std::vector<WeightSpec> specs = ListWeightSpecs(config);
+  if (with_mtp) {
+    const std::vector<WeightSpec> mtp = ListMtpWeightSpecs(config);
+    if (mtp.empty() || source.Find(mtp.front().name) == nullptr) {
+      return NotFoundError(fmt::format(
+          "--speculative-config method mtp: the GGUF has no multi-token-prediction head ({}): convert the "
+          "checkpoint with its mtp.* tensors (pagellm convert and llama.cpp's converter keep them unless --no-mtp), "
+          "or use method ngram / a draft model",
+          mtp.empty() ? std::string("no nextn_predict_layers block") : "no '" + mtp.front().name + "'"));
+    }
+    specs.insert(specs.end(), mtp.begin(), mtp.end());
+  }
+  for (const WeightSpec& spec : specs) {
     const TensorView* view = source.Find(spec.name);
     if (view == nullptr) {
       return NotFoundError(fmt::format("checkpoint is missing tensor '{}' (expected shape {})", spec.name,
@@ -111,13 +124,13 @@ StatusOr<std::shared_ptr<const GgufFile>> OpenSharedGguf(const std::string& path
 }
 
 StatusOr<std::unique_ptr<GgufTensorSource>> GgufTensorSource::Create(std::shared_ptr<const GgufFile> gguf,
-                                                                     std::optional<DType> dtype) {
+                                                                     std::optional<DType> dtype, bool with_mtp) {
   PAGELLM_CHECK(!dtype || *dtype == DType::kBF16 || *dtype == DType::kF16 || *dtype == DType::kF32);
   PAGELLM_ASSIGN_OR_RETURN(std::string arch, gguf->GetString("general.architecture"));
   std::unique_ptr<GgufTensorSource> source(new GgufTensorSource());
   source->gguf_ = std::move(gguf);
   if (UsesGgufTensorPlans(arch)) {
-    PAGELLM_RETURN_IF_ERROR(source->AddPlannedTensors(arch, dtype));
+    PAGELLM_RETURN_IF_ERROR(source->AddPlannedTensors(arch, dtype, with_mtp));
     return source;
   }
   std::vector<std::string> skipped;
@@ -172,14 +185,19 @@ Status GgufTensorSource::MakeEntry(const GgufTensorInfo& info, std::optional<DTy
   return OkStatus();
 }
 
-Status GgufTensorSource::AddPlannedTensors(const std::string& arch, std::optional<DType> target) {
+Status GgufTensorSource::AddPlannedTensors(const std::string& arch, std::optional<DType> target, bool with_mtp) {
   PAGELLM_ASSIGN_OR_RETURN(ModelConfig config, ModelConfigFromGguf(*gguf_));
-  PAGELLM_ASSIGN_OR_RETURN(std::vector<GgufTensorPlan> plans, HybridHfPlans(config, arch));
-  // The file's tensors in their natural dtypes (zero-copy where possible), by GGUF name;
-  // k-quant matrices and expert stacks stay quantized (an explicit --dtype dequantizes them
-  // once the plans have cut them, straight to float32: ConvertEntry).
+  // The NextN block only when asked for (and present: nextn_predict_layers sets the config's
+  // mtp_num_hidden_layers); otherwise its tensors are left alone.
+  PAGELLM_ASSIGN_OR_RETURN(std::vector<GgufTensorPlan> plans, HybridHfPlans(config, arch, with_mtp));
+  std::set<std::string, std::less<>> used;
+  for (const GgufTensorPlan& plan : plans) used.insert(plan.inputs.begin(), plan.inputs.end());
+  // The file's tensors the plans read, in their natural dtypes (zero-copy where possible), by
+  // GGUF name; k-quant matrices and expert stacks stay quantized (an explicit --dtype
+  // dequantizes them once the plans have cut them, straight to float32: ConvertEntry).
   std::map<std::string, Entry> raw;
   for (const GgufTensorInfo& info : gguf_->tensors()) {
+    if (used.count(info.name) == 0) continue;
     Entry e;
     PAGELLM_RETURN_IF_ERROR(MakeEntry(info, std::nullopt, e, /*keep_kquant=*/true));
     raw[info.name] = std::move(e);

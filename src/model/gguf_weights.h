@@ -4,6 +4,7 @@
 //   PAGELLM_ASSIGN_OR_RETURN(std::shared_ptr<const GgufFile> gguf, OpenSharedGguf("m.gguf"));
 //   PAGELLM_ASSIGN_OR_RETURN(auto source, GgufTensorSource::Create(gguf, std::nullopt));  // auto
 //   PAGELLM_ASSIGN_OR_RETURN(ModelWeights weights, BindGgufWeights(config, *source));
+//   // MTP speculation: Create(gguf, dtype, /*with_mtp=*/true), BindGgufWeights(config, *source, true).
 //
 // With a `dtype` (bf16, f16 or f32) every tensor comes out in that dtype:
 //   - F32/F16/BF16 tensors already in `dtype` are views into the mapped file (no copy);
@@ -21,6 +22,10 @@
 // value heads back to grouped order, experts unstacked, Qwen3-Next in_proj_qkvz rebuilt;
 // tensors a transformation touches are copies (f32 where an element op applies), the
 // others stay views into the file.
+// The multi-token-prediction head (llama.cpp's NextN block: the blk.N >= num_hidden_layers of
+// {arch}.nextn_predict_layers) is read, the same way back to its HF mtp.* names and
+// convention (zero-centred norms: w - 1), only when asked for (with_mtp); otherwise its
+// tensors are not touched.
 #pragma once
 
 #include <map>
@@ -44,9 +49,10 @@ StatusOr<std::shared_ptr<const GgufFile>> OpenSharedGguf(const std::string& path
 class GgufTensorSource final : public TensorSource {
  public:
   // Precondition: dtype, if given, in {kBF16, kF16, kF32}. Fails naming the tensor on a
-  // malformed one.
+  // malformed one. with_mtp also provides the NextN block's tensors as mtp.* (when the file
+  // has one).
   static StatusOr<std::unique_ptr<GgufTensorSource>> Create(std::shared_ptr<const GgufFile> gguf,
-                                                            std::optional<DType> dtype);
+                                                            std::optional<DType> dtype, bool with_mtp = false);
 
   const TensorView* Find(const std::string& name) const override;
   std::vector<std::string> Names() const override;
@@ -69,9 +75,10 @@ class GgufTensorSource final : public TensorSource {
   // keep_kquant: a 2-D (or 3-D expert stack) Q4_K / Q5_K / Q6_K / Q4_0 / Q5_0 / IQ4_NL tensor stays in the
   // mapping as its DType (the backends run it natively) unless `target` asks for a float dtype.
   Status MakeEntry(const GgufTensorInfo& info, std::optional<DType> target, Entry& entry, bool keep_kquant = false);
-  // Qwen3-MoE and hybrid archs: every HF tensor of the file's config from the inverse plans
-  // (model/gguf_hybrid_plan.h), then converted to `target` if given.
-  Status AddPlannedTensors(const std::string& arch, std::optional<DType> target);
+  // Qwen3-MoE and hybrid archs: every HF tensor of the file's config (and its MTP head's,
+  // with_mtp) from the inverse plans (model/gguf_hybrid_plan.h), then converted to `target`
+  // if given.
+  Status AddPlannedTensors(const std::string& arch, std::optional<DType> target, bool with_mtp);
   Status ConvertEntry(DType target, Entry& entry);
 
   std::shared_ptr<const GgufFile> gguf_;
@@ -85,6 +92,8 @@ DType NaturalDType(GgmlType type);
 
 // Like BindWeights (same names, shapes and messages) but accepts mixed dtypes and kQ8_0
 // for 2-D weights. ModelWeights::dtype is the type of the linear weights (layer 0 q_proj).
-StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSource& source);
+// with_mtp also binds ModelWeights::mtp (ListMtpWeightSpecs, from a source made with_mtp);
+// NotFound naming --speculative-config method mtp when the file has no NextN block.
+StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSource& source, bool with_mtp = false);
 
 }  // namespace pagellm

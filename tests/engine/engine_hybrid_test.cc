@@ -301,8 +301,12 @@ TEST_P(EngineHybridTest, PreemptionRestartsStateOrResumesFromSnapshots) {
       if (step == 30) core->AbortRequest("aborted");
     });
     EXPECT_GT(core->stats().num_preemptions_total, 0);
-    if (interval == 0) EXPECT_EQ(core->stats().prefix_cache_hits, 0);
-    if (interval == 2) EXPECT_GT(core->stats().prefix_cache_hits, 0);  // resumed from snapshots
+    if (interval == 0) {
+      EXPECT_EQ(core->stats().prefix_cache_hits, 0);
+    }
+    if (interval == 2) {
+      EXPECT_GT(core->stats().prefix_cache_hits, 0);  // resumed from snapshots
+    }
     const SampleOutput& aborted = got.outputs.at("aborted");
     EXPECT_EQ(aborted.finish_reason, "abort");
     EXPECT_LT(aborted.token_ids.size(), 40u);

@@ -51,7 +51,7 @@ class EngineMtpTest : public ::testing::TestWithParam<MtpParam> {
 };
 
 TEST_P(EngineMtpTest, GreedyUnchangedAloneAndBatched) {
-  const std::vector<PromptSpec> specs = Specs(32);
+  const std::vector<PromptSpec> specs = Specs(20);
   RunResult want = RunOneByOne(*Make(Config(false)), specs);
   auto alone = Make(Config(true));
   RunResult got = RunOneByOne(*alone, specs);
@@ -73,12 +73,12 @@ TEST_P(EngineMtpTest, GreedyUnchangedAloneAndBatched) {
 }
 
 TEST_P(EngineMtpTest, ChunksPrefixCacheAndN) {
-  std::vector<PromptSpec> specs = Specs(20);
+  std::vector<PromptSpec> specs = Specs(12);
   std::vector<int32_t> long_prompt = RandomPrompt(100, 977);  // > 64: a hybrid snapshot too
-  specs.push_back({"long", long_prompt, GreedyParams(20)});
-  specs.push_back({"other", RandomPrompt(90, 978), GreedyParams(20)});
-  specs.push_back({"long-again", long_prompt, GreedyParams(20)});  // A / B / A
-  SamplingParams n2 = GreedyParams(20);
+  specs.push_back({"long", long_prompt, GreedyParams(12)});
+  specs.push_back({"other", RandomPrompt(90, 978), GreedyParams(12)});
+  specs.push_back({"long-again", long_prompt, GreedyParams(12)});  // A / B / A
+  SamplingParams n2 = GreedyParams(12);
   n2.n = 2;
   specs.push_back({"n2", specs[1].prompt_token_ids, n2});
   EngineConfig off = Config(false);
@@ -99,7 +99,7 @@ TEST_P(EngineMtpTest, ChunksPrefixCacheAndN) {
 }
 
 TEST_P(EngineMtpTest, SeededSamplingAndPreemption) {
-  std::vector<PromptSpec> specs = Specs(28);
+  std::vector<PromptSpec> specs = Specs(24);
   for (size_t i = 0; i < specs.size(); ++i) {
     specs[i].params.temperature = 0.5f;
     specs[i].params.seed = 199 + i;
@@ -164,7 +164,7 @@ TEST(MtpProposerTest, DraftsMatchTheHeadRunInOneShot) {
     rows.push_back(p);
   }
   ForwardInput in{.token_ids = tokens, .positions = positions, .slot_mapping = slots, .query_start_loc = qsl,
-                  .seq_lens = lens, .block_tables = blocks, .max_blocks_per_seq = 3, .logits_indices = rows};
+                  .seq_lens = lens, .block_tables = blocks, .max_blocks_per_seq = 3, .logits_indices = rows, .state_slots = {}};
   std::vector<float> out_hidden(static_cast<size_t>((kLen - 1) * h)), logits(static_cast<size_t>((kLen - 1) * v));
   ASSERT_TRUE(head->ForwardMtp(in, hidden.data(), 0, *mtp_kv, out_hidden.data(), logits.data()).ok());
   auto want = [&](int32_t p) {
