@@ -19,6 +19,13 @@ StatusOr<Json> ParseJson(std::string_view text, std::string_view what) {
   return parsed;
 }
 
+const Json& JsonMember(const Json& obj, std::string_view key) {
+  static const Json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
 StatusOr<Json> ReadJsonFile(const std::string& path) {
   PAGELLM_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   return ParseJson(text, path);

@@ -18,4 +18,9 @@ StatusOr<Json> ParseJson(std::string_view text, std::string_view what);
 // Reads and parses a JSON file.
 StatusOr<Json> ReadJsonFile(const std::string& path);
 
+// obj[key] by reference, or a null value when `obj` is not an object or lacks `key`.
+// Unlike Json::value(key, default), which returns a copy: copying tokenizer.json's model
+// (151k vocab entries, 151k merges) cost ~0.4 s of every start.
+const Json& JsonMember(const Json& obj, std::string_view key);
+
 }  // namespace pagellm

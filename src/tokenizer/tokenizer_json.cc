@@ -56,7 +56,7 @@ Status Tokenizer::ParseModel(const Json& model) {
     if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
       return UnimplementedError(fmt::format("BPE {} is not supported", key));
   }
-  const Json& vocab = model.value("vocab", Json::object());
+  const Json& vocab = JsonMember(model, "vocab");
   if (!vocab.is_object() || vocab.empty()) return InvalidArgumentError("BPE model has no vocab");
   BpeModel::Config config;
   for (const auto& [token, id_json] : vocab.items()) {
@@ -65,7 +65,7 @@ Status Tokenizer::ParseModel(const Json& model) {
     if (config.id_to_token.size() <= static_cast<size_t>(id)) config.id_to_token.resize(id + 1);
     config.id_to_token[id] = token;
   }
-  PAGELLM_ASSIGN_OR_RETURN(config.merges, ParseMerges(model.value("merges", Json::array())));
+  PAGELLM_ASSIGN_OR_RETURN(config.merges, ParseMerges(JsonMember(model, "merges")));
   config.byte_level = pre_tokenizer_.has_byte_level();
   config.ignore_merges = model.value("ignore_merges", false);
   config.byte_fallback = model.value("byte_fallback", false);
@@ -77,15 +77,15 @@ Status Tokenizer::ParseModel(const Json& model) {
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(const Json& json) {
   if (!json.is_object()) return InvalidArgumentError("tokenizer.json is not an object");
   std::unique_ptr<Tokenizer> tok(new Tokenizer());
-  PAGELLM_ASSIGN_OR_RETURN(tok->normalizer_, Normalizer::FromJson(json.value("normalizer", Json())));
-  PAGELLM_ASSIGN_OR_RETURN(tok->pre_tokenizer_, PreTokenizer::FromJson(json.value("pre_tokenizer", Json())));
-  const Json& decoder = json.value("decoder", Json());
+  PAGELLM_ASSIGN_OR_RETURN(tok->normalizer_, Normalizer::FromJson(JsonMember(json, "normalizer")));
+  PAGELLM_ASSIGN_OR_RETURN(tok->pre_tokenizer_, PreTokenizer::FromJson(JsonMember(json, "pre_tokenizer")));
+  const Json& decoder = JsonMember(json, "decoder");
   std::string decoder_type = decoder.is_object() ? decoder.value("type", "") : "";
   if (decoder_type == "ByteLevel") tok->decoder_ = DecoderKind::kByteLevel;
   else if (decoder.is_null()) tok->decoder_ = DecoderKind::kJoinWithSpace;
   else return UnimplementedError(fmt::format("unsupported decoder {}", decoder.dump()));
-  PAGELLM_RETURN_IF_ERROR(tok->ParseModel(json.value("model", Json())));
-  PAGELLM_ASSIGN_OR_RETURN(std::vector<AddedToken> added, ParseAddedTokens(json.value("added_tokens", Json())));
+  PAGELLM_RETURN_IF_ERROR(tok->ParseModel(JsonMember(json, "model")));
+  PAGELLM_ASSIGN_OR_RETURN(std::vector<AddedToken> added, ParseAddedTokens(JsonMember(json, "added_tokens")));
   PAGELLM_RETURN_IF_ERROR(tok->Finish(std::move(added)));
   return tok;
 }
