@@ -18,6 +18,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from logits import top1_top2_margin  # noqa: E402  (tests/support/logits.py)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "qwen_reference.py")
 
@@ -139,8 +142,7 @@ def check_case(pagellm, work, name, preset, dtype, edits):
             continue
         scale = np.abs(theirs).max()
         rel = np.abs(ours - theirs).max() / scale
-        top2 = np.sort(theirs, axis=1)[:, -2:]
-        margin = top2[:, 1] - top2[:, 0]
+        margin = top1_top2_margin(theirs)
         decisive = margin > 50 * rel * scale + 1e-6
         agree = (ours.argmax(1) == theirs.argmax(1))
         print(f"{name} prompt#{i} T={len(ids)}: max|Δ|/scale={rel:.2e} (exact {exact_rel:.2e}) logit-scale={scale:.1f} "

@@ -32,6 +32,9 @@ import sys
 import tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from logits import top1_top2_margin  # noqa: E402  (tests/support/logits.py)
 import torch
 import torch.nn.functional as F
 
@@ -293,8 +296,7 @@ def cmd_compare(args):
             continue
         scale = np.abs(theirs).max()
         rel = np.abs(ours - theirs).max() / scale
-        top2 = np.sort(theirs, axis=1)[:, -2:]
-        margin = top2[:, 1] - top2[:, 0]
+        margin = top1_top2_margin(theirs)
         agree = ours.argmax(1) == theirs.argmax(1)
         print(f"{args.case} prompt#{i} T={len(ids)}: max|d|/scale={rel:.2e} logit-scale={scale:.1f} "
               f"median-margin={np.median(margin):.2f} min-margin={margin.min():.3f} top1-agree={agree.mean():.3f}")

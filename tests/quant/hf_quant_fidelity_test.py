@@ -38,6 +38,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from logits import top1_top2_margin  # noqa: E402  (tests/support/logits.py)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKER = os.path.join(HERE, "hf_quant_packer.py")
 
@@ -188,8 +191,7 @@ def run_case(binary, work, name, case, cache):
     scale = np.abs(lf).max()
     per_pos = np.abs(lq - lf).max(axis=-1) / scale
     agree = lq.argmax(-1) == lf.argmax(-1)
-    top2 = np.sort(lf, axis=-1)[:, -2:]
-    margins = (top2[:, 1] - top2[:, 0]) / scale
+    margins = top1_top2_margin(lf) / scale
     decisive = margins >= ARGMAX_MARGIN_FLOOR
     for fdir_or_q in (qdir, fdir):
         shutil.rmtree(fdir_or_q, ignore_errors=True)

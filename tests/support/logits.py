@@ -1,0 +1,12 @@
+"""Helpers over [positions, vocab] logit arrays shared by the logits comparisons."""
+import numpy as np
+
+
+def top1_top2_margin(logits):
+    """Per row, the largest value minus the second largest (ties give 0). Two max passes
+    instead of a sort: sorting a 300 x 151,936 float64 array took ~17 s of a golden case."""
+    rows = np.arange(len(logits))
+    first = logits.argmax(axis=-1)
+    rest = np.array(logits, copy=True)
+    rest[rows, first] = -np.inf
+    return logits[rows, first] - rest.max(axis=-1)
