@@ -28,7 +28,7 @@ namespace {
 
 using pagellm::DType;
 using pagellm::dist::Communicator;
-using pagellm::dist::MonotonicSeconds;
+using pagellm::SteadySeconds;
 
 struct Args {
   std::string comm = "shm";
@@ -67,11 +67,11 @@ bool Measure(const Args& a, const char* name, int rank, int ranks, const std::fu
     std::vector<float> x(static_cast<size_t>(n), 1.0f), copy(x.size());
     std::vector<double> times, copies;
     for (int it = 0; it < a.iters + 200; ++it) {
-      const double t0 = MonotonicSeconds();
+      const double t0 = SteadySeconds();
       if (!reduce(x.data(), n)) return false;
-      const double t1 = MonotonicSeconds();
+      const double t1 = SteadySeconds();
       std::memcpy(copy.data(), x.data(), static_cast<size_t>(bytes));
-      const double t2 = MonotonicSeconds();
+      const double t2 = SteadySeconds();
       if (it >= 200) {
         times.push_back(t1 - t0);
         copies.push_back(t2 - t1);

@@ -16,8 +16,8 @@ namespace pagellm::dist {
 // Times a call into stats (num_calls, total_s), on every return path.
 class CallTimer {
  public:
-  explicit CallTimer(CommStats& stats) : stats_(stats), start_(MonotonicSeconds()) { ++stats_.num_calls; }
-  ~CallTimer() { stats_.total_s += MonotonicSeconds() - start_; }
+  explicit CallTimer(CommStats& stats) : stats_(stats), start_(SteadySeconds()) { ++stats_.num_calls; }
+  ~CallTimer() { stats_.total_s += SteadySeconds() - start_; }
   CallTimer(const CallTimer&) = delete;
   CallTimer& operator=(const CallTimer&) = delete;
 

@@ -83,7 +83,7 @@ Status MpiCommunicator::Complete(const char* what, int64_t nbytes) {
   int done = 0;
   PAGELLM_RETURN_IF_ERROR(Check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what));
   if (done != 0) return OkStatus();
-  const double start = MonotonicSeconds();
+  const double start = SteadySeconds();
   double waited = 0;
   while (done == 0) {
     if (options_.timeout_s > 0 && waited > options_.timeout_s) {
@@ -97,7 +97,7 @@ Status MpiCommunicator::Complete(const char* what, int64_t nbytes) {
       std::this_thread::sleep_for(std::chrono::duration<double>(std::clamp(waited / 10, 5e-6, 2e-3)));
     }
     PAGELLM_RETURN_IF_ERROR(Check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what));
-    waited = MonotonicSeconds() - start;
+    waited = SteadySeconds() - start;
   }
   stats_.wait_s += waited;
   return OkStatus();

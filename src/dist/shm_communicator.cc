@@ -68,7 +68,7 @@ std::string ShmCommunicator::MakeGroupId() {
     if (read(fd, &random, sizeof(random)) != static_cast<ssize_t>(sizeof(random))) random = 0;
     close(fd);
   }
-  if (random == 0) random = static_cast<uint64_t>(MonotonicSeconds() * 1e9) ^ (static_cast<uint64_t>(getpid()) << 32);
+  if (random == 0) random = static_cast<uint64_t>(SteadySeconds() * 1e9) ^ (static_cast<uint64_t>(getpid()) << 32);
   return fmt::format("{}-{:016x}", getpid(), random);
 }
 
@@ -138,7 +138,7 @@ Status ShmCommunicator::CreateOwnSegment() {
 }
 
 Status ShmCommunicator::MapPeerSegments() {
-  const double deadline = MonotonicSeconds() + options_.init_timeout_s;
+  const double deadline = SteadySeconds() + options_.init_timeout_s;
   const size_t want = SegmentBytes(options_.world_size, options_.chunk_bytes);
   for (int r = 0; r < options_.world_size; ++r) {
     if (r == options_.rank) continue;
@@ -156,7 +156,7 @@ Status ShmCommunicator::MapPeerSegments() {
         break;
       }
       if (fd >= 0) close(fd);
-      if (MonotonicSeconds() > deadline) {
+      if (SteadySeconds() > deadline) {
         return UnavailableError(fmt::format("distributed: rank {} did not start within {:.0f} s (no segment {})", r,
                                             options_.init_timeout_s, s.name));
       }
@@ -164,7 +164,7 @@ Status ShmCommunicator::MapPeerSegments() {
     }
     // ftruncate sizes before the header is written: wait for `ready` as well.
     while (s.control()->ready.load(std::memory_order_acquire) != 1) {
-      if (MonotonicSeconds() > deadline) return UnavailableError(fmt::format("rank {} never became ready", r));
+      if (SteadySeconds() > deadline) return UnavailableError(fmt::format("rank {} never became ready", r));
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     const Control* c = s.control();

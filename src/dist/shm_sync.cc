@@ -7,7 +7,6 @@
 #include <immintrin.h>
 
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <ctime>
@@ -28,10 +27,6 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
 }
 
 }  // namespace
-
-double MonotonicSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void Publish(Stamp& stamp, uint32_t seq) {
   stamp.seq.store(seq, std::memory_order_seq_cst);
@@ -63,9 +58,9 @@ Status WaitFor(const Stamp& stamp, uint32_t target, const WaitContext& ctx, doub
     if (waited_s != nullptr) *waited_s = 0;
     return OkStatus();
   }
-  const double start = MonotonicSeconds();
+  const double start = SteadySeconds();
   auto done = [&] {
-    if (waited_s != nullptr) *waited_s = MonotonicSeconds() - start;
+    if (waited_s != nullptr) *waited_s = SteadySeconds() - start;
     return OkStatus();
   };
   for (int i = 0;; ++i) {
@@ -73,17 +68,17 @@ Status WaitFor(const Stamp& stamp, uint32_t target, const WaitContext& ctx, doub
       if (SeqReached(stamp.seq.load(std::memory_order_acquire), target)) return done();
       _mm_pause();
     }
-    if ((i & 15) == 15 && MonotonicSeconds() - start > ctx.spin_s) break;
+    if ((i & 15) == 15 && SteadySeconds() - start > ctx.spin_s) break;
   }
   auto& waiters = const_cast<Stamp&>(stamp).waiters;
-  double next_alive_check = MonotonicSeconds() + 0.05;
+  double next_alive_check = SteadySeconds() + 0.05;
   for (;;) {
     waiters.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seen = stamp.seq.load(std::memory_order_seq_cst);
     if (!SeqReached(seen, target)) FutexWait(&stamp.seq, seen, 0.01);
     waiters.fetch_sub(1, std::memory_order_seq_cst);
     if (SeqReached(stamp.seq.load(std::memory_order_acquire), target)) return done();
-    const double now = MonotonicSeconds();
+    const double now = SteadySeconds();
     if (ctx.timeout_s > 0 && now - start > ctx.timeout_s) {
       return UnavailableError(fmt::format("distributed: rank {} did not reach {} #{} within {:.1f} s (hung?)",
                                           ctx.peer_rank, ctx.what, target, ctx.timeout_s));

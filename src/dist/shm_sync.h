@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/steady_clock.h"
 
 namespace pagellm::dist {
 
@@ -45,7 +46,5 @@ Status WaitFor(const Stamp& stamp, uint32_t target, const WaitContext& ctx, doub
 
 // False when `pid` no longer runs (gone, or a zombie not yet reaped).
 bool ProcessAlive(int pid);
-
-double MonotonicSeconds();
 
 }  // namespace pagellm::dist

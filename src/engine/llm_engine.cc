@@ -1,20 +1,11 @@
 #include "engine/llm_engine.h"
 
-#include <chrono>
-
 #include "common/logging.h"
+#include "common/steady_clock.h"
 #include "engine/sampling_validation.h"
 #include "model/generation_config.h"
 
 namespace pagellm {
-namespace {
-
-double SteadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 StatusOr<std::unique_ptr<LlmEngine>> LlmEngine::Create(const EngineConfig& config) {
   PAGELLM_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::Create(config));
   AdmissionLimits limits{.max_queued_reqs = config.max_num_queued_reqs, .max_queued_tokens = config.max_num_queued_tokens};

@@ -63,12 +63,12 @@ void TpCausalLm::RestoreStateSnapshot(int32_t snapshot_idx, int32_t slot_idx) {
 Status TpCausalLm::Forward(const ForwardInput& input, PagedKvCache& kv, float* logits) {
   PAGELLM_RETURN_IF_ERROR(pending_error_);
   if (num_steps_ == 0) comm_.ResetStats();  // set-up traffic is not a step's
-  const double start = dist::MonotonicSeconds();
+  const double start = SteadySeconds();
   message_.EncodeForward(input);
   PAGELLM_RETURN_IF_ERROR(comm_.Broadcast(&message_.header, sizeof(message_.header), 0));
   PAGELLM_RETURN_IF_ERROR(comm_.Broadcast(message_.body.data(), message_.header.body_bytes, 0));
   Status s = shard_->Forward(input, kv, logits);
-  forward_s_ += dist::MonotonicSeconds() - start;
+  forward_s_ += SteadySeconds() - start;
   ++num_steps_;
   return s;
 }
@@ -113,7 +113,7 @@ Status RunTpWorker(CausalLm& shard, PagedKvCache& kv, dist::Communicator& comm) 
     idle.total_s += after.total_s - before.total_s;
     idle.wait_s += after.wait_s - before.wait_s;
     comm.set_timeout_s(step_timeout);
-    const double start = dist::MonotonicSeconds();
+    const double start = SteadySeconds();
     const bool forward = msg.header.kind == static_cast<int32_t>(StepKind::kForward);
     if (forward) {
       if (num_steps == 0) {  // set-up traffic is not a step's
@@ -125,7 +125,7 @@ Status RunTpWorker(CausalLm& shard, PagedKvCache& kv, dist::Communicator& comm) 
     }
     PAGELLM_RETURN_IF_ERROR(RunOne(msg, shard, kv, comm, &stop));
     if (forward) {
-      forward_s += dist::MonotonicSeconds() - start;
+      forward_s += SteadySeconds() - start;
       ++num_steps;
     }
   }

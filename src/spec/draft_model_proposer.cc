@@ -1,17 +1,10 @@
 #include "spec/draft_model_proposer.h"
 
 #include <algorithm>
-#include <chrono>
+
+#include "common/steady_clock.h"
 
 namespace pagellm {
-namespace {
-
-double NowSeconds() {
-  using Clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 DraftModelProposer::DraftModelProposer(CausalLm& model, PagedKvCache& kv, DraftModelProposerOptions options)
     : options_(options), runner_(model, kv, options.block_size), blocks_(options.num_blocks, options.block_size) {
@@ -66,9 +59,9 @@ Status DraftModelProposer::RunFeeds(std::span<const Feed> feeds, std::span<SeqSt
         offset = 0;
       }
     }
-    const double start = NowSeconds();
+    const double start = SteadySeconds();
     PAGELLM_ASSIGN_OR_RETURN(const StepLogits* logits, runner_.Execute(batch));
-    last_forwards_.push_back({options_.max_num_batched_tokens - budget, NowSeconds() - start});
+    last_forwards_.push_back({options_.max_num_batched_tokens - budget, SteadySeconds() - start});
     for (int32_t r = 0; r < logits->num_rows(); ++r) {
       (*out)[seq_of[static_cast<size_t>(logits->scheduled_index[static_cast<size_t>(r)])]].push_back(
           Argmax(logits->row(r)));

@@ -1,18 +1,11 @@
 #include "spec/mtp_proposer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
+#include "common/steady_clock.h"
+
 namespace pagellm {
-namespace {
-
-double NowSeconds() {
-  using Clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 MtpProposer::MtpProposer(MtpHead& head, PagedKvCache& kv, MtpProposerOptions options)
     : head_(head), kv_(kv), options_(options), blocks_(options.num_blocks, options.block_size) {
@@ -99,9 +92,9 @@ Status MtpProposer::RunFeeds(std::span<const Feed> feeds, std::span<SeqState* co
     in.block_tables = block_tables_;
     in.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
     in.logits_indices = logits_indices_;
-    const double start = NowSeconds();
+    const double start = SteadySeconds();
     PAGELLM_RETURN_IF_ERROR(head_.ForwardMtp(in, hidden_in_.data(), step, kv_, hidden_out_.data(), logits_.data()));
-    last_forwards_.push_back({static_cast<int32_t>(num_rows), NowSeconds() - start});
+    last_forwards_.push_back({static_cast<int32_t>(num_rows), SteadySeconds() - start});
     for (size_t r = 0; r < logit_seq.size(); ++r) {
       const float* row = logits_.data() + r * static_cast<size_t>(v);
       // The first of equal maxima, as the sampler's greedy path.
