@@ -32,6 +32,20 @@ Automaton::Automaton(const Nfa& nfa) : nfa_(nfa), stamp_(nfa.states.size(), 0) {
   set_trans_.assign(256, 0);
   int32_t root = InternNode(RuleStart(nfa.root_rule), -1);
   start_ = InternSet({root});
+  // Byte classes: bytes no edge range (and no UTF-8 range of TextNext) tells apart step
+  // alike from every set, so TextNext steps one byte per class.
+  std::vector<bool> starts(257, false);
+  auto cut = [&](int lo, int hi) { starts[lo] = starts[hi + 1] = true; };
+  for (const NfaState& st : nfa.states) {
+    for (const ByteEdge& e : st.bytes) cut(e.lo, e.hi);
+  }
+  for (const auto& edges : kUtf8) {
+    for (const Utf8Edge& e : edges) cut(e.lo, e.hi);
+  }
+  for (int b = 255, next = 256; b >= 0; --b) {
+    next_class_[b] = static_cast<uint16_t>(next);
+    if (starts[b]) next = b;
+  }
 }
 
 std::vector<int32_t> Automaton::Closure(std::vector<int32_t> seeds) {
@@ -178,29 +192,38 @@ int32_t Automaton::SlowStep(int32_t set, uint8_t byte) {
   return t;
 }
 
-bool Automaton::TextLoops(int32_t set) {
-  if (sets_[set].text_loops >= 0) return sets_[set].text_loops != 0;
-  // Walk (config set, UTF-8 decoder state) pairs over every text byte sequence.
+int32_t Automaton::TextNext(int32_t set) {
+  if (sets_[set].text_next != -2) return sets_[set].text_next;
+  // Walk (config set, UTF-8 decoder state) pairs over every text byte sequence; a
+  // character boundary records where the character led.
   std::vector<std::pair<int32_t, uint8_t>> todo = {{set, 0}}, seen;
-  bool loops = true;
-  while (!todo.empty() && loops) {
+  int32_t target = -2;  // none seen yet
+  bool any_dead = false, mixed = false;
+  while (!todo.empty() && !mixed) {
     auto [s, u] = todo.back();
     todo.pop_back();
     if (std::find(seen.begin(), seen.end(), std::make_pair(s, u)) != seen.end()) continue;
     seen.push_back({s, u});
     for (const Utf8Edge& e : kUtf8[u]) {
-      for (int b = e.lo; b <= e.hi && loops; ++b) {
-        int32_t t = Step(s, static_cast<uint8_t>(b));
-        if (t == 0 || (e.next == 0 && t != set) || seen.size() > 64) {
-          loops = false;
+      for (int b = e.lo; b <= e.hi && !mixed; b = next_class_[b]) {
+        const int32_t t = Step(s, static_cast<uint8_t>(b));
+        if (t == 0) {
+          any_dead = true;
         } else if (e.next != 0) {
           todo.push_back({t, e.next});
+        } else if (target == -2) {
+          target = t;
+        } else if (t != target) {
+          mixed = true;
         }
+        // Both outcomes seen, or too many partial characters in flight to follow.
+        if ((any_dead && target != -2) || seen.size() > 64) mixed = true;
       }
     }
   }
-  sets_[set].text_loops = loops ? 1 : 0;
-  return loops;
+  const int32_t next = mixed ? kTextMixed : target == -2 ? kTextDead : target;
+  sets_[set].text_next = next;
+  return next;
 }
 
 bool Automaton::Terminated(int32_t set) {

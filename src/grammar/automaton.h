@@ -39,8 +39,14 @@ class Automaton {
   const int32_t* table() const { return set_trans_.data(); }
   int32_t SlowStep(int32_t set, uint8_t byte);
   bool Accepting(int32_t set) const { return sets_[set].accepting; }
-  // Whether every complete text character (see IsTextToken) leads from `set` back to it.
-  bool TextLoops(int32_t set);
+  // Where every complete text character (see IsTextToken) leads from `set`: the one set
+  // they all reach, kTextDead when every one of them is rejected, kTextMixed otherwise
+  // (different sets, or some rejected). Memoized per set.
+  static constexpr int32_t kTextDead = 0;
+  static constexpr int32_t kTextMixed = -1;
+  int32_t TextNext(int32_t set);
+  // Whether every complete text character leads from `set` back to it (a JSON string body).
+  bool TextLoops(int32_t set) { return TextNext(set) == set; }
   // Accepting and no byte can follow.
   bool Terminated(int32_t set);
   int32_t num_sets() const { return static_cast<int32_t>(sets_.size()); }
@@ -58,7 +64,7 @@ class Automaton {
   struct ConfigSet {
     std::vector<int32_t> nodes;  // sorted
     bool accepting = false;
-    int8_t text_loops = -1;  // -1 unknown
+    int32_t text_next = -2;  // TextNext(), -2 unknown
   };
 
   int32_t InternDState(std::vector<int32_t> closed);
@@ -84,6 +90,7 @@ class Automaton {
   std::vector<int32_t> set_trans_;  // [sets x 256], -1 unknown, 0 dead
   std::vector<int32_t> single_node_set_;  // [nodes] -> set id of {node}, -1 unknown
   std::vector<uint32_t> stamp_;     // closure visit marks, [nfa states]
+  uint16_t next_class_[256];        // the first byte after b of another byte class (or 256)
   uint32_t stamp_now_ = 0;
   int32_t start_ = 0;
 };

@@ -119,6 +119,23 @@ void Matcher::Walk(const TokenTrie& trie, int32_t start, std::span<uint32_t> wor
   }
 }
 
+int32_t Matcher::FreeTextRun(int32_t set) {
+  // Follow the chain of sets every text character leads to. A text token of n characters
+  // is allowed iff its n steps stay alive, so when the chain ends (every text character
+  // rejected) after `run` sets, exactly the text tokens of at most `run` characters are.
+  // Followed for kShortTextChars sets at most (each is a TextNext): a longer run allows
+  // every short text token and the long ones are walked. Characters that go different
+  // ways return -1.
+  int32_t s = set;
+  for (int32_t run = 0; run < TokenVocab::kShortTextChars; ++run) {
+    const int32_t next = automaton_->TextNext(s);
+    if (next == Automaton::kTextDead) return run;
+    if (next == Automaton::kTextMixed) return -1;
+    s = next;
+  }
+  return TokenVocab::kShortTextChars;
+}
+
 void Matcher::FillMask(std::span<uint32_t> words) {
   std::fill(words.begin(), words.end(), 0);
   int32_t cur = history_.back();
@@ -132,6 +149,10 @@ void Matcher::FillMask(std::span<uint32_t> words) {
   if (automaton_->TextLoops(cur)) {
     std::span<const uint32_t> text = vocab_->text_mask();
     std::copy(text.begin(), text.end(), words.begin());
+    Walk(vocab_->non_text(), cur, words);
+  } else if (int32_t run = FreeTextRun(cur); run >= kMinFreeTextRun) {
+    vocab_->ShortTextTokens(run, words);
+    if (run >= TokenVocab::kShortTextChars) Walk(vocab_->long_text(), cur, words);
     Walk(vocab_->non_text(), cur, words);
   } else {
     Walk(vocab_->all(), cur, words);

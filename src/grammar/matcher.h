@@ -80,6 +80,12 @@ class Matcher {
  private:
   static constexpr int32_t kEnded = -1;  // history entry after an accepted EOS
   void Walk(const TokenTrie& trie, int32_t start, std::span<uint32_t> words);
+  // How many characters of free text `set` takes before text must end (the body of a
+  // bounded string), capped at TokenVocab::kShortTextChars, or -1 when text is not free
+  // there; see FillMask.
+  int32_t FreeTextRun(int32_t set);
+  // Below this the full walk is as cheap: it stops at depth run + 1 anyway.
+  static constexpr int32_t kMinFreeTextRun = 4;
   int32_t Advance(int32_t set, std::string_view bytes);
 
   std::shared_ptr<const CompiledGrammar> grammar_;

@@ -51,6 +51,38 @@ TEST(MatcherTest, MaskEqualsReferenceOnJsonSchema) {
   CheckRandomWalks(testing::MustCompile(*g), *v, 30, 60);
 }
 
+TEST(MatcherTest, MaskEqualsReferenceInBoundedStrings) {
+  // Inside a string with maxLength the mask takes the text tokens short enough to fit at
+  // once (FreeTextRun): every length around the bound, text tokens longer than
+  // TokenVocab::kShortTextChars (ASCII and multi-byte), and strings whose characters go
+  // different ways (a pattern) must still give exactly the reference masks.
+  std::vector<std::string> t = {"<eos>"};
+  for (int b = 0; b < 256; ++b) t.push_back(std::string(1, static_cast<char>(b)));
+  for (int n : {2, 3, 4, 5, 7, 8, 15, 16, 17, 18, 24, 31, 32, 33, 40}) {
+    t.push_back(std::string(static_cast<size_t>(n), 'a'));
+    t.push_back(std::string(static_cast<size_t>(n - 1), ' ') + "b");
+  }
+  std::string ni_hao;
+  for (int i = 0; i < 9; ++i) ni_hao += "\xe4\xbd\xa0\xe5\xa5\xbd";  // 18 characters, 54 bytes
+  for (const std::string& s : {ni_hao, ni_hao.substr(0, 15), std::string("\"}"), std::string("aaaa\""),
+                               std::string("\xe4\xbd"), std::string("abc\\n")}) {
+    t.push_back(s);
+  }
+  std::vector<bool> special(t.size(), false);
+  special[0] = true;
+  const int32_t rows = static_cast<int32_t>(t.size());
+  auto v = TokenVocab::Build(std::move(t), std::move(special), {0}, rows);
+  for (const char* schema : {
+           R"({"type":"object","properties":{"s":{"type":"string","minLength":3,"maxLength":37},
+               "t":{"type":"string","maxLength":9}},"required":["s","t"],"additionalProperties":false})",
+           R"({"type":"array","items":{"type":"string","maxLength":20},"maxItems":3})",
+           R"({"type":"string","pattern":"^a{2,30}$"})"}) {
+    auto g = JsonSchemaToGrammar(OrderedJson::parse(schema), {});
+    ASSERT_TRUE(g.ok()) << g.status();
+    CheckRandomWalks(testing::MustCompile(*g), *v, 40, 40, 99);
+  }
+}
+
 TEST(MatcherTest, MaskEqualsReferenceOnRecursiveGrammar) {
   auto v = testing::SmallVocab();
   auto g = JsonObjectGrammar({});

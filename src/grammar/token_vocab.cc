@@ -59,19 +59,29 @@ std::unique_ptr<TokenVocab> TokenVocab::Build(std::vector<std::string> token_byt
   auto v = std::make_unique<TokenVocab>();
   v->num_rows_ = std::max<int32_t>(num_rows, static_cast<int32_t>(token_bytes.size()));
   special.resize(token_bytes.size(), false);
-  std::vector<int32_t> all, non_text;
+  std::vector<int32_t> all, non_text, long_text;
   v->text_mask_.assign(v->num_words(), 0);
+  v->text_upto_.assign(kShortTextChars + 1, std::vector<uint32_t>(v->num_words(), 0));
   for (int32_t id = 0; id < static_cast<int32_t>(token_bytes.size()); ++id) {
     if (special[id] || token_bytes[id].empty()) continue;
     all.push_back(id);
     if (IsTextToken(token_bytes[id])) {
       v->text_mask_[id >> 5] |= 1u << (id & 31);
+      // Code points: every byte that is not a continuation byte starts one.
+      const int32_t chars = static_cast<int32_t>(std::count_if(token_bytes[id].begin(), token_bytes[id].end(),
+                                                               [](char c) { return (c & 0xC0) != 0x80; }));
+      if (chars > kShortTextChars) long_text.push_back(id);
+      else v->text_upto_[chars][id >> 5] |= 1u << (id & 31);
     } else {
       non_text.push_back(id);
     }
   }
+  for (int32_t n = 1; n <= kShortTextChars; ++n) {  // exactly n characters -> at most n
+    for (int32_t w = 0; w < v->num_words(); ++w) v->text_upto_[n][w] |= v->text_upto_[n - 1][w];
+  }
   v->all_ = BuildTrie(token_bytes, all);
   v->non_text_ = BuildTrie(token_bytes, non_text);
+  v->long_text_ = BuildTrie(token_bytes, long_text);
   v->token_bytes_ = std::move(token_bytes);
   v->special_ = std::move(special);
   v->eos_ids_ = std::move(eos_ids);
@@ -96,6 +106,11 @@ std::unique_ptr<TokenVocab> TokenVocab::FromTokenizer(const tokenizer::Tokenizer
 
 bool TokenVocab::is_eos(int32_t id) const {
   return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
+}
+
+void TokenVocab::ShortTextTokens(int32_t chars, std::span<uint32_t> words) const {
+  const std::vector<uint32_t>& mask = text_upto_[std::clamp(chars, 0, kShortTextChars)];
+  std::copy(mask.begin(), mask.end(), words.begin());
 }
 
 }  // namespace pagellm::grammar

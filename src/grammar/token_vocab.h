@@ -8,7 +8,10 @@
 // prefix is rejected (the llguidance layout). "Text" tokens (complete UTF-8, no `"`,
 // `\` or control characters) also get a trie of their own complement: in a state
 // where every text character loops back (the body of a JSON string) all text tokens
-// are allowed at once and only the rest is walked.
+// are allowed at once and only the rest is walked. In the body of a bounded string
+// (`maxLength`), where the next n characters are free and then text ends, the text
+// tokens of at most n characters are allowed at once (ShortTextTokens) and only the
+// longer ones and the rest are walked.
 // Special tokens are never matched by bytes; the end-of-sequence ids are allowed by
 // the matcher exactly where the grammar accepts. Rows in [tokenizer size, num_rows)
 // are padding and always masked. Immutable after construction: share it freely.
@@ -58,6 +61,11 @@ class TokenVocab {
   const TokenTrie& all() const { return all_; }
   const TokenTrie& non_text() const { return non_text_; }
   std::span<const uint32_t> text_mask() const { return text_mask_; }
+  // Text tokens by length in characters (code points): `words` (num_words()) set to those
+  // of at most `chars` <= kShortTextChars; the trie of the longer ones (< 1 % of Qwen's).
+  static constexpr int32_t kShortTextChars = 16;
+  void ShortTextTokens(int32_t chars, std::span<uint32_t> words) const;
+  const TokenTrie& long_text() const { return long_text_; }
 
  private:
   std::vector<std::string> token_bytes_;
@@ -66,6 +74,8 @@ class TokenVocab {
   int32_t num_rows_ = 0;
   TokenTrie all_, non_text_;
   std::vector<uint32_t> text_mask_;  // [num_words]
+  std::vector<std::vector<uint32_t>> text_upto_;  // [n]: text tokens of at most n characters
+  TokenTrie long_text_;
 };
 
 // Whether `bytes` is complete UTF-8 with no `"`, `\`, C0 control or DEL.
