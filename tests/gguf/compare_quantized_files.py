@@ -10,8 +10,9 @@ For a dummy checkpoint (`pagellm make-dummy-model --preset P`):
 and requires, for 3 and 4: the same tensors in the same order with the same types, dims and data
 bytes, the same metadata (general.file_type included), and in the end the whole file identical.
 (q8_0 is checked from f16.gguf only: from a checkpoint `--outtype q8_0` is convert_hf_to_gguf's,
-quantized from float32, not llama-quantize's.) With --node, llama.cpp (node-llama-cpp) must also
-load each of pagellm's files and give finite next-token logprobs at every position.
+quantized from float32, not llama-quantize's.) With --llama-cpp, llama.cpp (node-llama-cpp's
+libllama, tests/gguf/llama_cpp_eval.py) must also load each of pagellm's files and give finite
+next-token logprobs at every position.
 
   /usr/bin/python3 tests/gguf/compare_quantized_files.py --pagellm build/pagellm --workdir W \
       --preset qwen3-tiny-k --ftypes q4_k_m,q6_k
@@ -99,9 +100,9 @@ def run(cmd, log):
     return time.time() - start
 
 
-def llama_cpp_loads(node, gguf, log):
-    """Problems (empty: none) running llama.cpp on `gguf` (tests/gguf/llama_cpp_eval.mjs)."""
-    cmd = [node, os.path.join(HERE, "llama_cpp_eval.mjs"), "--model", gguf, "--text", "Hello, world! 12345",
+def llama_cpp_loads(gguf, log):
+    """Problems (empty: none) running llama.cpp on `gguf` (tests/gguf/llama_cpp_eval.py)."""
+    cmd = [sys.executable, os.path.join(HERE, "llama_cpp_eval.py"), "--model", gguf, "--text", "Hello, world! 12345",
            "--top-k", "5", "--threads", "2"]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log.append(f"$ {' '.join(cmd)}")
@@ -158,7 +159,7 @@ def main():
     ap.add_argument("--sources", default="checkpoint,gguf",
                     help="what pagellm quantizes: the checkpoint directory, f16.gguf, or both")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--node", help="node 20 binary: also run llama.cpp on pagellm's files")
+    ap.add_argument("--llama-cpp", action="store_true", help="also run llama.cpp on pagellm's files")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     model = os.path.join(args.workdir, "model")
@@ -177,10 +178,10 @@ def main():
             ours = os.path.join(args.workdir, f"ours-{ftype}-from-{label}.gguf")
             t_ours = run([args.pagellm, "convert", source, "--outtype", ftype, "--outfile", ours], log)
             problems, types = compare(ours, ref)
-            if args.node:
-                problems += llama_cpp_loads(args.node, ours, log)
+            if args.llama_cpp:
+                problems += llama_cpp_loads(ours, log)
             status = "byte-identical" if not problems else f"{len(problems)} problem(s)"
-            status += ", llama.cpp loads it" if args.node and not problems else ""
+            status += ", llama.cpp loads it" if args.llama_cpp and not problems else ""
             print(f"{args.preset} {ftype} from the {label}: {status}; llama.cpp's types {types}; "
                   f"llama-quantize {t_ref:.1f} s, pagellm {t_ours:.1f} s")
             for p in problems[:20]:

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // CTest gguf_loads_in_llama_cpp: a tiny qwen3 GGUF written by pagellm (random weights, the real
-// Qwen3 tokenizer metadata) must load in llama.cpp (node-llama-cpp prebuilt CPU binaries),
-// tokenize exactly like Hugging Face tokenizers, and produce a finite next-token
-// distribution over the whole vocabulary at every position.
+// Qwen3 tokenizer metadata) must load in llama.cpp (node-llama-cpp's prebuilt CPU libllama, run by
+// tests/gguf/llama_cpp_eval.py), tokenize exactly like Hugging Face tokenizers (@anush008/tokenizers,
+// which is why this check is node), and produce a finite next-token distribution over the whole
+// vocabulary at every position.
 //
 //   node tests/gguf/llama_cpp_loads_gguf.mjs GGUF_TEST_TOOL OUT_DIR [f16|f32|q8_0]
 import fs from "node:fs";
@@ -25,8 +26,8 @@ execFileSync(tool, ["tiny-qwen3", model, tokDir, dtype], { stdio: "inherit" });
 const text = "Hello, world! 你好 <|im_start|>user\n12345<|im_end|>";
 const hf = Tokenizer.fromFile(path.join(tokDir, "tokenizer.json"));
 const hfIds = Array.from((await hf.encode(text, null, { addSpecialTokens: false })).getIds());
-const run = execFileSync("node", [path.join(here, "llama_cpp_eval.mjs"), "--model", model, "--text", text, "--top-k", "5"],
-                         { encoding: "utf8", maxBuffer: 1 << 26 });
+const run = execFileSync("/usr/bin/python3", [path.join(here, "llama_cpp_eval.py"), "--model", model, "--text", text,
+                                             "--top-k", "5"], { encoding: "utf8", maxBuffer: 1 << 26 });
 const result = JSON.parse(run);
 
 const failures = [];

@@ -7,16 +7,18 @@
 
 Steps: make a dummy checkpoint (`pagellm make-dummy-model --preset P`), convert it
 (`pagellm convert --outtype T`), then for each prompt:
-  * llama.cpp (node-llama-cpp prebuilt CPU binary, tests/gguf/llama_cpp_eval.mjs) gives
-    log-probabilities at every prompt position (top 20) and 64 greedy tokens;
+  * llama.cpp (node-llama-cpp's prebuilt CPU libllama through ctypes, tests/gguf/llama_cpp_eval.py)
+    gives log-probabilities at every prompt position (top 20) and 64 greedy tokens with the
+    top-2 that chose each;
   * pagellm gives the prompt logits (`pagellm logits` -> .npy, log-softmaxed here) and 64
     greedy tokens (`pagellm generate --temperature 0 --ignore-eos --output-format json`).
 Checks: max |delta logprob| over llama.cpp's top 20 <= tol; top-1 equal at every position
 and greedy ids identical, where a disagreement is accepted only when llama.cpp's own
-top-1/top-2 margin there is below tol (a near-tie within the measured noise, which either
-engine may break either way); accepted ones are listed (top1_near_ties, note). --hf-check also runs pagellm on
-the checkpoint directory and requires the same greedy ids and logits within tolerance of the
-GGUF run (bit-identical for a bf16 GGUF).
+top-1/top-2 margin there (for greedy: at the decode step that chose the token) is below tol
+(a near-tie within the measured noise, which either engine may break either way); accepted
+ones are listed (top1_near_ties, note). --hf-check also runs pagellm on the checkpoint
+directory and requires the same greedy ids and logits within tolerance of the GGUF run
+(bit-identical for a bf16 GGUF).
 --llama-cpp-config picks the attention numerics of both engines:
   exact (default): llama.cpp with flash attention off and an F32 KV cache, pagellm with a
     float32 KV cache. Attention is then plain float32 on both sides and the only rounding
@@ -45,7 +47,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EVAL = os.path.join(HERE, "..", "gguf", "llama_cpp_eval.mjs")
+EVAL = os.path.join(HERE, "..", "gguf", "llama_cpp_eval.py")
 ENV = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
 ENGINE_FLAGS = ["--max-model-len", "2048"]
 # --llama-cpp-config -> (llama_cpp_eval --flash-attention, --kv-type, pagellm --kv-cache-dtype)
@@ -119,17 +121,22 @@ def check_in_place(args, gguf, log, report):
 
 
 def llama_cpp(args, gguf, ids, top_k=20, generate=None):
+    """llama.cpp's logprobs at every position of `ids` and, with generate, its greedy tokens and
+    generated_top[i], the top-2 [[id, logprob], ...] that chose generated[i] (the margin at a
+    greedy divergence: raw logits make it free, one call does all).
+    One llama.cpp thread: its CPU threads spin at every op's barrier, so two of them on a busy
+    2-core machine (CTest -j2) wait out each other's preemption at each of the ~64 decode
+    steps: 64 greedy tokens of qwen3-tiny-k took 13-14 s for two concurrent runs vs 1.4-1.6 s
+    with one thread each (1.4 s alone). The numbers do not depend on the thread count here:
+    ggml's CPU ops give each thread whole rows, except the split-KV flash-attention decode,
+    which needs a KV cache of >= 512 cells (these contexts have 256). On the GGUFs of all 25 CTest
+    parity cases (top 200, 64 greedy tokens with their top-2) the output is byte-identical to
+    2 threads'; alone, 1 thread is as fast (1.1-1.8 s vs 1.1-2.3 s)."""
     generate = args.max_tokens if generate is None else generate
-    out = run(["node", EVAL, "--model", gguf, "--tokens", ",".join(map(str, ids)), "--top-k", str(top_k),
-               "--flash-attention", CONFIGS[args.llama_cpp_config][0], "--kv-type", CONFIGS[args.llama_cpp_config][1]]
-              + (["--generate", str(generate), "--generate-argmax"] if generate else []))
+    out = run([sys.executable, EVAL, "--model", gguf, "--tokens", ",".join(map(str, ids)), "--top-k", str(top_k),
+               "--flash-attention", CONFIGS[args.llama_cpp_config][0], "--kv-type", CONFIGS[args.llama_cpp_config][1],
+               "--threads", "1"] + (["--generate", str(generate)] if generate else []))
     return json.loads(out)
-
-
-def llama_cpp_top2_after(args, gguf, tokens):
-    """llama.cpp's top-2 [[id, logprob], ...] for the token after `tokens` (the margin at a
-    greedy divergence; the greedy run itself records no probabilities, see llama_cpp_eval.mjs)."""
-    return llama_cpp(args, gguf, tokens, top_k=2, generate=0)["positions"][-1]["top"]
 
 
 def teacher_forced_greedy(args, gguf, ids, greedy):
@@ -172,9 +179,9 @@ def compare_logits(ours, ref, tol):
             margin = top_margin(p["top"])
             (near_ties if margin < tol else top1_mismatch).append([p["pos"], round(margin, 4)])
         for tok, lp in p["top"]:
-            # null: llama.cpp's probability underflowed to 0 in float32 (log = -inf), which
-            # happens on the hybrid presets' very peaked rows; the only check left is that
-            # pagellm also puts the token far below the top (float32 exp underflows at -103).
+            # null: llama.cpp's logit is -inf (llama_cpp_eval.py's logprobs are float64, so a
+            # finite logit never underflows); the only check left is that pagellm also puts the
+            # token far below the top.
             if lp is None:
                 max_delta = max(max_delta, 0.0 if row[tok] - row.max() < -80 else float("inf"))
                 continue
@@ -210,7 +217,7 @@ def check_prompt(args, gguf, ids, dtype, idx, report):
     if div is not None:
         top = []
         if not args.num_valid_tokens and div < len(ref["generated"]):
-            top = llama_cpp_top2_after(args, gguf, ids + ref["generated"][:div])
+            top = ref["generated_top"][div]
         margin = top_margin(top)
         entry.update(first_divergence=div, llama_cpp_margin=round(margin, 6))
         if margin < args.logprob_tol:

@@ -12,12 +12,12 @@ import ctypes
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from libllama import BINS, load_libllama  # noqa: E402  tests/support/libllama.py
+
 # llama_ftype values (include/llama.h).
 FTYPES = {"q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18, "iq4_nl": 25,
           "iq4_xs": 30}
-
-BINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".refs", "node_modules",
-                    "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
 
 
 class QuantizeParams(ctypes.Structure):
@@ -29,10 +29,8 @@ class QuantizeParams(ctypes.Structure):
                 ("prune_layers", ctypes.c_void_p), ("max_buf_size", ctypes.c_size_t)]
 
 
-def load_libllama(bins):
-    for name in ["libggml-base.so", "libggml.v0.4.0.so"]:
-        ctypes.CDLL(os.path.join(bins, name), mode=ctypes.RTLD_GLOBAL)
-    lib = ctypes.CDLL(os.path.join(bins, "libllama.v0.4.0.so"), mode=ctypes.RTLD_GLOBAL)
+def load_quantizer(bins):
+    lib = load_libllama(bins)
     lib.llama_model_quantize_default_params.restype = QuantizeParams
     lib.llama_model_quantize.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(QuantizeParams)]
     lib.llama_model_quantize.restype = ctypes.c_uint32
@@ -47,7 +45,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bins", default=BINS)
     args = ap.parse_args()
-    lib = load_libllama(args.bins)
+    lib = load_quantizer(args.bins)
     params = lib.llama_model_quantize_default_params()
     params.nthread = args.threads
     params.ftype = FTYPES[args.ftype]

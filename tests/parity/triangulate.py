@@ -44,7 +44,7 @@ def cached(out, cmd):
 
 def llama_cpp(args, gguf, ids, fa, kv):
     out = os.path.join(args.workdir, f"llama_{args.prompt}_{os.path.basename(gguf)}_{fa}_{kv}.f32")
-    cached(out, ["node", EVAL, "--model", gguf, "--tokens", ",".join(map(str, ids)), "--top-k", "1",
+    cached(out, [sys.executable, EVAL, "--model", gguf, "--tokens", ",".join(map(str, ids)), "--top-k", "1",
          "--full-out-f32", out, "--flash-attention", fa, "--kv-type", kv])
     return np.fromfile(out, dtype="<f4").reshape(len(ids), -1).astype(np.float64)
 

@@ -97,7 +97,7 @@ def pagellm_logprobs(args, model, flags, window, tmp):
 
 def llama_logprobs(args, gguf, window, tmp):
     path = os.path.join(tmp, "logprobs.f32")
-    run(["node", os.path.join(ROOT, "tests", "gguf", "llama_cpp_eval.mjs"), "--model", gguf, "--tokens",
+    run([sys.executable, os.path.join(ROOT, "tests", "gguf", "llama_cpp_eval.py"), "--model", gguf, "--tokens",
          ",".join(map(str, window)), "--top-k", "1", "--full-out-f32", path, "--threads", str(args.threads)])
     lp = np.fromfile(path, dtype=np.float32).astype(np.float64).reshape(len(window), -1)
     return lp
