@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     auto w = be.PrepareLinear(wv, TensorView{});
     if (!w.ok()) { std::printf("prepare failed: %s\n", w.status().ToString().c_str()); return 1; }
     std::vector<float> x(static_cast<size_t>(512 * s.k), 0.5f), y(static_cast<size_t>(512 * s.n));
-    for (int64_t m : {1, 2, 4, 8, 16, 64, 512}) {
+    for (int64_t m : {1, 2, 4, 5, 8, 16, 64, 512}) {
       if (s.n > 100000 && m > 64) continue;
       int it = m >= 64 ? std::max(2, iters / 4) : iters;
       double sec = TimeLinear(be, **w, x, m, y, it);
