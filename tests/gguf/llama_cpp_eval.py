@@ -48,6 +48,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from libllama import BINS, load_libllama  # noqa: E402  tests/support/libllama.py
+from logits import log_softmax as logprobs  # noqa: E402  tests/support/logits.py
 
 # enum llama_flash_attn_type, enum ggml_type, enum llama_load_mode / llama_lazy_mode, GGML_LOG_LEVEL_ERROR.
 FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
@@ -178,13 +179,6 @@ def tokenize(lib, vocab, text):
         if got == -2**31:
             sys.exit("llama_tokenize: the result exceeds int32")
         n = -got
-
-
-def logprobs(logits):
-    """log_softmax over the last axis, float64."""
-    x = logits.astype(np.float64)
-    m = x.max(axis=-1, keepdims=True)
-    return x - (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))
 
 
 def finite_or_none(v):

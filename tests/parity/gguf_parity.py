@@ -46,6 +46,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from logits import log_softmax  # noqa: E402  (tests/support/logits.py)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 EVAL = os.path.join(HERE, "..", "gguf", "llama_cpp_eval.py")
 ENV = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
@@ -74,12 +77,6 @@ def prompts():
     chat = [151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151644, 77091, 198]
     rng = np.random.default_rng(1234)
     return [chat, [int(x) for x in rng.integers(0, 151643, size=40)]]
-
-
-def log_softmax(x):
-    x = x.astype(np.float64)
-    m = x.max(axis=-1, keepdims=True)
-    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
 def pagellm_logprobs(args, model, ids, dtype, tag):

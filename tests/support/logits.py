@@ -10,3 +10,10 @@ def top1_top2_margin(logits):
     rest = np.array(logits, copy=True)
     rest[rows, first] = -np.inf
     return logits[rows, first] - rest.max(axis=-1)
+
+
+def log_softmax(logits):
+    """log_softmax over the last axis, in float64."""
+    x = np.asarray(logits).astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
