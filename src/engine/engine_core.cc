@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "backend/backend_registry.h"
+#include "backend/profiling_backend.h"
 #include "common/logging.h"
 #include "common/mapped_file.h"
 #include "engine/causal_lm.h"
@@ -23,11 +26,24 @@
 #include "tokenizer/incremental_detokenizer.h"
 
 namespace pagellm {
+namespace {
+
+// PAGELLM_PROFILE_OPS: one line per (op, rows), the largest total first.
+void LogOpTimes(std::vector<OpTime> times) {
+  std::sort(times.begin(), times.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+  for (const OpTime& t : times) {
+    PLOG_INFO("op time: {} rows {}: {} calls, {:.4f} ms per call, {:.1f} ms in all", t.op, t.rows, t.calls,
+              t.calls > 0 ? 1e3 * t.seconds / static_cast<double>(t.calls) : 0.0, 1e3 * t.seconds);
+  }
+}
+
+}  // namespace
 
 EngineCore::EngineCore(const EngineConfig& config) : config_(config) {}
 EngineCore::~EngineCore() {
   if (spec_policy_ != nullptr) LogSpecDecodeSummary();
   LogDecodeStepTimes();
+  if (op_profiler_ != nullptr) LogOpTimes(op_profiler_->Snapshot());
   // The workers stop on the model's kShutdown before the group reaps them.
   runner_.reset();
   model_.reset();
@@ -91,6 +107,12 @@ Status EngineCore::Init() {
   }
   structured_ = std::make_unique<StructuredOutputs>(*tokenizer_, eos_token_ids_, static_cast<int32_t>(mc.vocab_size));
   PAGELLM_ASSIGN_OR_RETURN(backend_, BackendRegistry::Get("cpu"));
+  if (const char* profile = std::getenv("PAGELLM_PROFILE_OPS"); profile != nullptr && *profile != '\0' &&
+                                                                  std::string_view(profile) != "0") {
+    // Every op of this engine's models (a draft model's too) timed, one line per op at exit.
+    op_profiler_ = std::make_unique<ProfilingBackend>(*backend_);
+    backend_ = op_profiler_.get();
+  }
   int32_t max_tokens = std::max(config_.max_num_batched_tokens, 1);
   LinearOptions linear_options;
   // An int4 checkpoint's linears arrive quantized (q4_z); its float ones (lm_head, ...) stay float.

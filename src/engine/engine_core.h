@@ -43,6 +43,7 @@
 namespace pagellm {
 
 struct SampleState;
+class ProfilingBackend;
 class DistGroup;
 using OutputCallback = std::function<void(RequestOutput&&)>;
 
@@ -163,6 +164,7 @@ class EngineCore {
   LoadedModel loaded_;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   Backend* backend_ = nullptr;
+  std::unique_ptr<ProfilingBackend> op_profiler_;  // PAGELLM_PROFILE_OPS=1: wraps the backend
   int64_t prepared_weight_bytes_ = 0;  // the backend's copies of this model's weights
   int64_t released_weight_bytes_ = 0;  // file pages those copies replaced (dropped from memory)
   std::unique_ptr<DistGroup> dist_group_;  // tensor parallel: the worker ranks (engine/dist_group.h)
