@@ -95,7 +95,7 @@ void RowsAvx512(const Acts& x, const Bf16PackedWeight& w, int64_t m_begin, int64
 }
 
 void ConvertActsAvx512(const float* x, int64_t rows, int64_t k, int64_t stride, uint16_t* out) {
-#pragma omp parallel for schedule(static) if (rows > 4)
+#pragma omp parallel for schedule(static) if (rows * k > 65536)  // else a wake-up costs more
   for (int64_t m = 0; m < rows; ++m) ConvertRowsToBf16Avx512(x + m * k, 1, k, 2 * stride, out + m * 2 * stride);
 }
 

@@ -131,7 +131,8 @@ void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids
   const bool q8_0 = table.dtype == DType::kQ8_0, kquant = IsPackedQuant(table.dtype);
   const size_t elem = q8_0 || kquant ? 0 : DTypeSize(table.dtype);
   const int64_t num_ids = static_cast<int64_t>(ids.size());
-#pragma omp parallel for schedule(static) if (num_ids > 1)
+  // A few rows (a decode step, a verification) are cheaper than waking the other threads.
+#pragma omp parallel for schedule(static) if (num_ids * hidden > 32768)
   for (int64_t t = 0; t < num_ids; ++t) {
     const int32_t id = ids[static_cast<size_t>(t)];
     PAGELLM_CHECK(id >= 0 && id < vocab);
@@ -282,7 +283,7 @@ void CpuBackend::Rope(const RopeTable& table, std::span<const int32_t> positions
   const int64_t half = table.rotary_dim / 2;
   const int64_t num_tokens = static_cast<int64_t>(positions.size());
   PAGELLM_CHECK(table.rotary_dim <= head_dim);
-#pragma omp parallel for schedule(static) if (num_tokens > 4)
+#pragma omp parallel for schedule(static) if (num_tokens * num_heads * half > 16384)
   for (int64_t t = 0; t < num_tokens; ++t) {
     const int32_t pos = positions[static_cast<size_t>(t)];
     PAGELLM_CHECK(pos >= 0 && pos < table.max_positions);
@@ -310,7 +311,9 @@ void CpuBackend::Rope(const RopeTable& table, std::span<const int32_t> positions
 void CpuBackend::SiluMul(const float* gate, const float* up, int64_t n, float* out) {
   constexpr int64_t kChunk = 4096;
   const int64_t num_chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (num_chunks > 1)
+  // Below ~64k elements (a few rows: a decode or verification step) waking the other
+  // threads costs more than the work: 15,360 elements took 5-10 us alone, 10-125 us split.
+#pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t c = 0; c < num_chunks; ++c) {
     const int64_t end = std::min(n, (c + 1) * kChunk);
     int64_t i = c * kChunk;

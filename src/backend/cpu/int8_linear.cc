@@ -29,9 +29,10 @@ bool Q8_0GemmEnabled() {
   return enabled;
 }
 
-// x [M, K] -> q [M, k_padded] (zero padded) and scale [M], rows in parallel.
+// x [M, K] -> q [M, k_padded] (zero padded) and scale [M], rows in parallel when there are
+// enough of them to pay for waking the other threads (not a 5-row verification step).
 void QuantizeRowsInt8(const float* x, int64_t num_rows, int64_t k, int64_t k_padded, int8_t* q, float* scale) {
-#pragma omp parallel for schedule(static) if (num_rows > 4)
+#pragma omp parallel for schedule(static) if (num_rows * k > 65536)
   for (int64_t m = 0; m < num_rows; ++m) {
     scale[m] = QuantizeRowInt8(x + m * k, k, q + m * k_padded);
     std::memset(q + m * k_padded + k, 0, static_cast<size_t>(k_padded - k));
@@ -141,7 +142,7 @@ void RunQ8_0(const TensorView& weight, const float* x, int64_t num_rows, const f
   // worker's own (empty) vectors.
   BlockQ8_0* xq_data = xq.data();
   float* xd_data = x_d.data();
-#pragma omp parallel for schedule(static) if (num_rows > 4)
+#pragma omp parallel for schedule(static) if (num_rows * k > 65536)  // as QuantizeRowsInt8
   for (int64_t m = 0; m < num_rows; ++m) {
     QuantizeRowQ8_0(x + m * k, k, xq_data + m * nb);
     for (int64_t b = 0; b < nb; ++b) xd_data[m * nb + b] = F16ToF32(xq_data[m * nb + b].d);
