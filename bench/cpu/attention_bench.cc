@@ -2,6 +2,8 @@
 // bf16 KV, block 16):
 //   decode  1 query row per sequence over a --ctx context, --seqs sequences in one batch:
 //           GB/s of KV read (K and V once per layer);
+//   verify  --verify-rows query rows at the end of each --ctx context (a speculative
+//           verification of k + 1 = 5 positions): ms per layer against 1 row;
 //   prefill --prefill query rows of one sequence over themselves (causal): ms per layer.
 // Each call reads a different layer of a 28-layer cache, as the model does, so the KV is
 // not served from cache. Block tables are shuffled (scattered blocks, as in real use).
@@ -9,7 +11,7 @@
 // best of --reps passes over the 28 layers (the best is the one least disturbed by other
 // processes on a shared machine).
 //
-//   build-x/src/backend/cpu/attention_bench [--ctx 8192] [--seqs 1] [--prefill 512] [--reps 5]
+//   build-x/src/backend/cpu/attention_bench [--ctx 8192] [--seqs 1] [--verify-rows 5] [--prefill 512] [--reps 5]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -64,13 +66,14 @@ Timing TimeAttention(CpuBackend& be, const PagedKvCache& cache, int32_t ctx, int
 }  // namespace
 
 int main(int argc, char** argv) {
-  int32_t ctx = 8192, prefill = 512, seqs = 1;
+  int32_t ctx = 8192, prefill = 512, seqs = 1, verify_rows = 5;
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--ctx") ctx = std::atoi(argv[i + 1]);
     else if (flag == "--seqs") seqs = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--prefill") prefill = std::atoi(argv[i + 1]);
+    else if (flag == "--verify-rows") verify_rows = std::atoi(argv[i + 1]);
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
   }
   const int32_t blocks = std::max((ctx + kBlock - 1) / kBlock * seqs, (prefill + kBlock - 1) / kBlock);
@@ -97,6 +100,12 @@ int main(int argc, char** argv) {
   Timing t = TimeAttention(be, **cache, ctx, 1, seqs, reps);
   std::printf("decode  ctx=%d seqs=%d: %.3f ms/layer, %.1f GB/s of KV (best %.3f ms, %.1f GB/s)\n", ctx, seqs,
               t.median * 1e3, kv_bytes / t.median / 1e9, t.best * 1e3, kv_bytes / t.best / 1e9);
+  if (verify_rows > 1) {
+    const Timing v = TimeAttention(be, **cache, ctx, verify_rows, seqs, reps);
+    std::printf("verify  ctx=%d seqs=%d rows=%d: %.3f ms/layer, %+.0f %% vs 1 row (best %.3f ms, %+.0f %%)\n", ctx, seqs,
+                verify_rows, v.median * 1e3, 100.0 * (v.median / t.median - 1.0), v.best * 1e3,
+                100.0 * (v.best / t.best - 1.0));
+  }
   if (prefill > 0) {
     t = TimeAttention(be, **cache, prefill, prefill, 1, reps);
     std::printf("prefill %d rows: %.3f ms/layer (best %.3f)\n", prefill, t.median * 1e3, t.best * 1e3);

@@ -1,6 +1,7 @@
 // kernel_bench: Linear throughput of the CPU backend for bf16, Q8_0 and W8A8 weights.
 //
 //   build-x/src/backend/kernel_bench [--isa avx2|avx512] [--reps 7] [--quick] [--m 512]
+//                                    [--n 151936] [--only q4_K,q6_K,q8_0r]
 // Prints, per [N, K] weight (Qwen3-0.6B's q/o_proj 1024x1024 and 2048x1024, down_proj
 // 1024x3072, gate/up 3072x1024 and lm_head 151936x1024):
 //   * M = 1 GEMV: GB/s of weight bytes streamed (bf16 2 B, q8_0 34/32 B, w8a8 1 B per
@@ -196,7 +197,8 @@ int main(int argc, char** argv) {
   CpuBackendOptions opts;
   int reps = 7;
   bool quick = false;
-  int64_t only_m = 0;
+  int64_t only_m = 0, only_n = 0;
+  std::string only_kinds;  // comma-separated row names; empty: all
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--isa" && i + 1 < argc) {
@@ -205,6 +207,8 @@ int main(int argc, char** argv) {
     if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     if (a == "--quick") quick = true;
     if (a == "--m" && i + 1 < argc) only_m = std::atoll(argv[++i]);
+    if (a == "--n" && i + 1 < argc) only_n = std::atoll(argv[++i]);
+    if (a == "--only" && i + 1 < argc) only_kinds = "," + std::string(argv[++i]) + ",";
   }
   CpuBackendOptions inplace_opts = opts;
   inplace_opts.repack_q8_0 = false;
@@ -225,6 +229,7 @@ int main(int argc, char** argv) {
   if (quick) shapes = {{1024, 3072}, {3072, 1024}};
   const LinearOptions int8{.quantization = LinearQuantization::kInt8};
   for (Shape s : shapes) {
+    if (only_n != 0 && s.n != only_n) continue;
     Weights w = MakeWeights(s.n, s.k);
     auto wb = be.PrepareLinear(w.bf16_view, {});
     auto wq = be.PrepareLinear(w.q8_view, {});
@@ -261,6 +266,7 @@ int main(int argc, char** argv) {
       for (auto& v : x) v = dist(rng);
       for (const Kind& kd : kinds) {
         if (m == 1 && kd.be == &gemv_be) continue;  // same kernel as q8_0 at M = 1
+        if (!only_kinds.empty() && only_kinds.find("," + std::string(kd.name) + ",") == std::string::npos) continue;
         const bool is_bf16p = std::string(kd.name) == "bf16p";
         const std::string name = kd.name;
         const PackedRun run = kd.be == &repack_be ? packed_run
