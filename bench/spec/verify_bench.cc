@@ -29,6 +29,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "backend/profiling_backend.h"
 #include "common/steady_clock.h"
 #include "engine/causal_lm.h"
+#include "model/forward_input_builder.h"
 #include "model/model_loader.h"
 
 namespace pagellm {
@@ -50,33 +52,17 @@ struct Options {
   int32_t context = 300, k = 4, iters = 40;
 };
 
-// One sequence's step laid out as ModelRunner::BuildInput lays it out: `ids` at positions
-// begin.., the sequence's KV blocks 1, 2, ... (block 0 is the block pool's null block),
-// logits for the last `num_logits` rows.
-struct Step {
-  Step(std::vector<int32_t> new_ids, int32_t begin, int32_t num_logits, bool stateful) : ids(std::move(new_ids)) {
-    const int32_t n = static_cast<int32_t>(ids.size()), end = begin + n;
-    for (int32_t j = 0; j < n; ++j) {
-      const int32_t pos = begin + j, block = 1 + pos / kBlockSize;
-      positions.push_back(pos);
-      slot_mapping.push_back(static_cast<int64_t>(block) * kBlockSize + pos % kBlockSize);
-      if (j >= n - num_logits) logits_indices.push_back(j);
-    }
-    query_start_loc = {0, n};
-    seq_lens = {end};
-    for (int32_t b = 0; b < (end + kBlockSize - 1) / kBlockSize; ++b) block_tables.push_back(1 + b);
-    if (stateful) state_slots = {0};
-  }
-  ForwardInput View() const {
-    return {.token_ids = ids, .positions = positions, .slot_mapping = slot_mapping,
-            .query_start_loc = query_start_loc, .seq_lens = seq_lens, .block_tables = block_tables,
-            .max_blocks_per_seq = static_cast<int32_t>(block_tables.size()), .logits_indices = logits_indices,
-            .state_slots = state_slots};
-  }
-
-  std::vector<int32_t> ids, positions, query_start_loc, seq_lens, block_tables, logits_indices, state_slots;
-  std::vector<int64_t> slot_mapping;
-};
+// One sequence's step laid out as ModelRunner lays it out (the same ForwardInputBuilder):
+// `ids` at positions begin.., the sequence's KV blocks 1, 2, ... (block 0 is the block
+// pool's null block), logits for the last `num_logits` rows.
+ForwardInputBuilder MakeStep(std::span<const int32_t> ids, int32_t begin, int32_t num_logits, bool stateful) {
+  const int32_t end = begin + static_cast<int32_t>(ids.size());
+  std::vector<int32_t> block_ids;
+  for (int32_t b = 0; b < (end + kBlockSize - 1) / kBlockSize; ++b) block_ids.push_back(1 + b);
+  ForwardInputBuilder step(kBlockSize);
+  step.AddSequence(ids, begin, block_ids, num_logits, stateful ? 0 : -1);
+  return step;
+}
 
 // Per op, per rows: calls and each timed forward's seconds, over the forwards of one kind.
 struct OpSamples {
@@ -99,11 +85,11 @@ double Median(std::vector<double> v) {
 }
 
 // One timed forward: its wall time goes to `seconds`, its ops to `table`.
-Status TimedForward(CausalLm& model, PagedKvCache& kv, ProfilingBackend& prof, const Step& step, float* logits,
-                    std::vector<double>& seconds, OpTable& table) {
+Status TimedForward(CausalLm& model, PagedKvCache& kv, ProfilingBackend& prof, const ForwardInput& step,
+                    float* logits, std::vector<double>& seconds, OpTable& table) {
   prof.Reset();
   const double start = SteadySeconds();
-  PAGELLM_RETURN_IF_ERROR(model.Forward(step.View(), kv, logits));
+  PAGELLM_RETURN_IF_ERROR(model.Forward(step, kv, logits));
   seconds.push_back(SteadySeconds() - start);
   for (const OpTime& t : prof.Snapshot()) {
     OpSamples& samples = table[t.op][t.rows];
@@ -161,10 +147,11 @@ Status Run(const Options& opt) {
     return ids;
   };
   std::vector<float> logits(static_cast<size_t>(rows) * static_cast<size_t>(mc.vocab_size));
-  const Step prefill(random_ids(opt.context), 0, 1, stateful);
-  PAGELLM_RETURN_IF_ERROR(model->Forward(prefill.View(), *kv, logits.data()));
-  const Step decode(random_ids(1), opt.context, 1, stateful);
-  const Step verify(random_ids(rows), opt.context, rows, stateful);
+  ForwardInputBuilder prefill = MakeStep(random_ids(opt.context), 0, 1, stateful);
+  PAGELLM_RETURN_IF_ERROR(model->Forward(prefill.Build(), *kv, logits.data()));
+  ForwardInputBuilder decode_step = MakeStep(random_ids(1), opt.context, 1, stateful);
+  ForwardInputBuilder verify_step = MakeStep(random_ids(rows), opt.context, rows, stateful);
+  const ForwardInput decode = decode_step.Build(), verify = verify_step.Build();
 
   std::vector<double> decode_s, verify_s;
   OpTable decode_ops, verify_ops;

@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "model/config.h"
 #include "model/forward_input.h"
+#include "model/forward_input_builder.h"
 #include "runner/mtp_head.h"
 #include "sched/scheduler_output.h"
 
@@ -70,17 +71,13 @@ class ModelRunner {
   StatusOr<const StepLogits*> Execute(const SchedulerOutput& out, bool all_positions = false);
 
  private:
-  void BuildInput(const SchedulerOutput& out, bool all_positions);
+  // Lays out `out` in input_ and fills logits_' bookkeeping; the result views input_.
+  ForwardInput BuildInput(const SchedulerOutput& out, bool all_positions);
 
   CausalLm& model_;
   bool uses_state_slots_;
   PagedKvCache& kv_cache_;
-  int32_t block_size_;
-  // Reused host arrays behind ForwardInput's spans.
-  std::vector<int32_t> token_ids_, positions_, query_start_loc_, seq_lens_, block_tables_, logits_indices_;
-  std::vector<int32_t> state_slots_;  // [num_seqs], hybrid models only
-  std::vector<int64_t> slot_mapping_;
-  int32_t max_blocks_per_seq_ = 0;
+  ForwardInputBuilder input_;  // reused host arrays behind ForwardInput's spans
   StepLogits logits_;
 };
 

@@ -8,7 +8,8 @@
 namespace pagellm {
 
 MtpProposer::MtpProposer(MtpHead& head, PagedKvCache& kv, MtpProposerOptions options)
-    : head_(head), kv_(kv), options_(options), blocks_(options.num_blocks, options.block_size) {
+    : head_(head), kv_(kv), options_(options), blocks_(options.num_blocks, options.block_size),
+      input_(options.block_size) {
   PAGELLM_CHECK(options_.max_num_batched_tokens > 0 && options_.hidden_size > 0 && options_.vocab_size > 0);
   PAGELLM_CHECK(options_.num_valid_tokens > 0 && options_.num_valid_tokens <= options_.vocab_size);
 }
@@ -28,28 +29,20 @@ void MtpProposer::Forget(std::string_view request_id) {
 Status MtpProposer::RunFeeds(std::span<const Feed> feeds, std::span<SeqState* const> states, int32_t step,
                              std::vector<std::vector<int32_t>>* drafts) {
   const int64_t h = options_.hidden_size, v = options_.vocab_size;
-  const int32_t bs = options_.block_size;
   size_t next = 0, offset = 0;  // feed being scheduled, its rows already sent
   std::vector<size_t> logit_seq;
   while (next < feeds.size()) {
-    token_ids_.clear();
-    positions_.clear();
-    slot_mapping_.clear();
-    query_start_loc_.assign(1, 0);
-    seq_lens_.clear();
-    logits_indices_.clear();
+    input_.Clear();
     logit_seq.clear();
     struct Part {
       size_t feed, begin, n;
     };
     std::vector<Part> parts;
     int32_t budget = options_.max_num_batched_tokens;
-    size_t max_blocks = 1;
     while (next < feeds.size() && budget > 0) {
       const Feed& f = feeds[next];
       const size_t n = std::min(f.tokens.size() - offset, static_cast<size_t>(budget));
       parts.push_back({next, offset, n});
-      max_blocks = std::max(max_blocks, states[f.seq]->blocks.size());
       budget -= static_cast<int32_t>(n);
       offset += n;
       if (offset == f.tokens.size()) {
@@ -60,38 +53,21 @@ Status MtpProposer::RunFeeds(std::span<const Feed> feeds, std::span<SeqState* co
     const size_t num_rows = static_cast<size_t>(options_.max_num_batched_tokens - budget);
     hidden_in_.resize(num_rows * static_cast<size_t>(h));
     hidden_out_.resize(num_rows * static_cast<size_t>(h));
-    block_tables_.assign(parts.size() * max_blocks, 0);
-    for (size_t s = 0; s < parts.size(); ++s) {
-      const Part& part = parts[s];
+    for (const Part& part : parts) {
       const Feed& f = feeds[part.feed];
-      const SeqState& st = *states[f.seq];
-      const int32_t slot0 = f.first_slot + static_cast<int32_t>(part.begin);
+      const bool wants_logits = f.logits && part.begin + part.n == f.tokens.size();
+      // Positions are relative to the head's context start (see the header).
+      const int32_t row0 = input_.AddSequence(std::span(f.tokens).subspan(part.begin, part.n),
+                                              f.first_slot + static_cast<int32_t>(part.begin),
+                                              states[f.seq]->blocks, wants_logits ? 1 : 0);
       for (size_t j = 0; j < part.n; ++j) {
-        const int32_t slot = slot0 + static_cast<int32_t>(j);
-        std::memcpy(hidden_in_.data() + token_ids_.size() * static_cast<size_t>(h), f.hidden[part.begin + j],
-                    static_cast<size_t>(h) * sizeof(float));
-        token_ids_.push_back(f.tokens[part.begin + j]);
-        positions_.push_back(slot);  // relative to the head's context start (see the header)
-        slot_mapping_.push_back(int64_t{st.blocks[static_cast<size_t>(slot / bs)]} * bs + slot % bs);
+        std::memcpy(hidden_in_.data() + (static_cast<size_t>(row0) + j) * static_cast<size_t>(h),
+                    f.hidden[part.begin + j], static_cast<size_t>(h) * sizeof(float));
       }
-      query_start_loc_.push_back(static_cast<int32_t>(token_ids_.size()));
-      seq_lens_.push_back(slot0 + static_cast<int32_t>(part.n));
-      std::copy(st.blocks.begin(), st.blocks.end(), block_tables_.begin() + static_cast<ptrdiff_t>(s * max_blocks));
-      if (f.logits && part.begin + part.n == f.tokens.size()) {
-        logits_indices_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
-        logit_seq.push_back(f.seq);
-      }
+      if (wants_logits) logit_seq.push_back(f.seq);
     }
-    logits_.resize(logits_indices_.size() * static_cast<size_t>(v));
-    ForwardInput in;
-    in.token_ids = token_ids_;
-    in.positions = positions_;
-    in.slot_mapping = slot_mapping_;
-    in.query_start_loc = query_start_loc_;
-    in.seq_lens = seq_lens_;
-    in.block_tables = block_tables_;
-    in.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
-    in.logits_indices = logits_indices_;
+    const ForwardInput in = input_.Build();
+    logits_.resize(in.logits_indices.size() * static_cast<size_t>(v));
     const double start = SteadySeconds();
     PAGELLM_RETURN_IF_ERROR(head_.ForwardMtp(in, hidden_in_.data(), step, kv_, hidden_out_.data(), logits_.data()));
     last_forwards_.push_back({static_cast<int32_t>(num_rows), SteadySeconds() - start});
@@ -100,7 +76,7 @@ Status MtpProposer::RunFeeds(std::span<const Feed> feeds, std::span<SeqState* co
       // The first of equal maxima, as the sampler's greedy path.
       (*drafts)[logit_seq[r]].push_back(
           static_cast<int32_t>(std::max_element(row, row + options_.num_valid_tokens) - row));
-      const float* out = hidden_out_.data() + static_cast<size_t>(logits_indices_[r]) * static_cast<size_t>(h);
+      const float* out = hidden_out_.data() + static_cast<size_t>(in.logits_indices[r]) * static_cast<size_t>(h);
       last_hidden_[logit_seq[r]].assign(out, out + h);
     }
   }

@@ -34,6 +34,7 @@
 
 #include "backend/paged_kv_cache.h"
 #include "common/status.h"
+#include "model/forward_input_builder.h"
 #include "runner/mtp_head.h"
 #include "spec/draft_kv_blocks.h"
 #include "spec/draft_model_proposer.h"
@@ -111,8 +112,7 @@ class MtpProposer {
   std::vector<DraftForwardTiming> last_forwards_;
   std::vector<std::vector<float>> last_hidden_;  // per sequence of the call: the head's last output row
   // Reused host arrays of a forward.
-  std::vector<int32_t> token_ids_, positions_, query_start_loc_, seq_lens_, block_tables_, logits_indices_;
-  std::vector<int64_t> slot_mapping_;
+  ForwardInputBuilder input_;
   std::vector<float> hidden_in_, hidden_out_, logits_;
 };
 
