@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -84,10 +84,17 @@ size_t MappedFile::ReleasePages(const void* p, size_t n) {
 StatusOr<std::string> ReadFileToString(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("cannot open {}", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Into a buffer reserved at the file's size: an ostringstream grew by doubling and str()
+  // copied it once more, ~0.1 s of page faults and copies for an 11 MB tokenizer.json at
+  // every process start. Reads to the end whatever the size says (a pipe has none).
+  std::string out;
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec) out.reserve(size);
+  char buf[1 << 16];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) out.append(buf, static_cast<size_t>(in.gcount()));
   if (in.bad()) return DataLossError(fmt::format("cannot read {}", path));
-  return ss.str();
+  return out;
 }
 
 Status WriteStringToFile(const std::string& path, std::string_view contents) {

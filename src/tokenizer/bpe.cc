@@ -52,13 +52,9 @@ struct BpeModel::Cache {
   static constexpr size_t kNumShards = 64;
   static constexpr size_t kMaxEntriesPerShard = 4096;
   static constexpr size_t kMaxPieceBytes = 256;
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
   struct Shard {
     std::shared_mutex mu;
-    std::unordered_map<std::string, std::vector<int32_t>, Hash, std::equal_to<>> map;
+    std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> map;
   };
   Shard shards[kNumShards];
 };
@@ -76,6 +72,9 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(Config config) {
   auto merges = std::move(config.merges);
   std::optional<std::string> unk = config.unk_token;
   std::unique_ptr<BpeModel> m(new BpeModel(std::move(config)));
+  // Sized once (no rehash while 151k tokens go in). Only bytes_to_id_ below depends on the
+  // iteration order, and it cannot: ByteLevelDecode is injective, so no two tokens collide.
+  m->token_to_id_.reserve(m->id_to_token_.size());
   for (int32_t id = 0; id < m->vocab_size(); ++id) {
     if (!m->id_to_token_[id].empty()) m->token_to_id_.emplace(m->id_to_token_[id], id);
   }
@@ -90,9 +89,11 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(Config config) {
       if (auto bytes = ByteLevelDecode(token)) m->bytes_to_id_.emplace(std::move(*bytes), id);
   }
   m->merges_ = std::make_unique<MergeTable>(merges.size());
+  std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
-    auto ia = m->TokenToId(a), ib = m->TokenToId(b), inew = m->TokenToId(a + b);
+    joined.assign(a).append(b);
+    auto ia = m->TokenToId(a), ib = m->TokenToId(b), inew = m->TokenToId(joined);
     if (!ia || !ib || !inew)
       return InvalidArgumentError(fmt::format("merge {} of \"{} {}\" uses a token missing from the vocab", rank, a, b));
     m->merges_->Insert(*ia, *ib, static_cast<int32_t>(rank), *inew);
@@ -101,7 +102,7 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(Config config) {
 }
 
 std::optional<int32_t> BpeModel::TokenToId(std::string_view token) const {
-  auto it = token_to_id_.find(std::string(token));
+  auto it = token_to_id_.find(token);
   if (it == token_to_id_.end()) return std::nullopt;
   return it->second;
 }
@@ -183,7 +184,7 @@ void BpeModel::MergeAll(std::vector<int32_t>* ids) const {
 void BpeModel::EncodeUncached(std::string_view piece, std::vector<int32_t>* ids) const {
   if (ignore_merges_) {
     if (byte_level_) {
-      auto it = bytes_to_id_.find(std::string(piece));
+      auto it = bytes_to_id_.find(piece);
       if (it != bytes_to_id_.end()) { ids->push_back(it->second); return; }
     } else if (auto id = TokenToId(piece)) {
       ids->push_back(*id);
@@ -198,7 +199,7 @@ void BpeModel::EncodeUncached(std::string_view piece, std::vector<int32_t>* ids)
 
 void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
   if (piece.size() > Cache::kMaxPieceBytes) return EncodeUncached(piece, ids);
-  size_t hash = Cache::Hash()(piece);
+  size_t hash = StringHash()(piece);
   Cache::Shard& shard = cache_->shards[hash % Cache::kNumShards];
   {
     std::shared_lock lock(shard.mu);

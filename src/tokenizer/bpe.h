@@ -44,6 +44,8 @@ class BpeModel {
   void EncodeUncached(std::string_view piece, std::vector<int32_t>* ids) const;
 
   int32_t vocab_size() const { return static_cast<int32_t>(id_to_token_.size()); }
+  // Distinct non-empty tokens: the number of ids with a token unless a token repeats.
+  size_t num_distinct_tokens() const { return token_to_id_.size(); }
   std::optional<int32_t> TokenToId(std::string_view token) const;
   const std::string& IdToToken(int32_t id) const;  // "" if unknown
 
@@ -54,9 +56,16 @@ class BpeModel {
   void InitialSymbols(std::string_view piece, std::vector<int32_t>* symbols) const;
   void MergeAll(std::vector<int32_t>* symbols) const;
 
+  // Finds by string_view without making a std::string (the same hash values as std::hash<std::string>).
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
   std::vector<std::string> id_to_token_;
-  std::unordered_map<std::string, int32_t> token_to_id_;
-  std::unordered_map<std::string, int32_t> bytes_to_id_;  // ignore_merges, byte-level only
+  TokenMap token_to_id_;
+  TokenMap bytes_to_id_;  // ignore_merges, byte-level only
   int32_t byte_ids_[256];
   bool byte_level_, ignore_merges_, byte_fallback_;
   int32_t unk_id_ = -1;

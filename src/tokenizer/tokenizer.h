@@ -66,7 +66,11 @@ class Tokenizer {
   enum class DecoderKind { kByteLevel, kJoinWithSpace };
   Tokenizer() = default;
   Status Finish(std::vector<AddedToken> added_tokens);
-  Status ParseModel(const Json& model);  // tokenizer_json.cc
+  // tokenizer.json's model.vocab and model.merges read straight from the parser (tokenizer_json.cc).
+  struct ModelEntries;
+  static StatusOr<std::unique_ptr<Tokenizer>> FromJson(const Json& json, ModelEntries* entries);
+  // `entries`, when given, holds the model's vocab and merges (absent from `model`).
+  Status ParseModel(const Json& model, ModelEntries* entries);  // tokenizer_json.cc
   void EncodeText(std::string_view text, bool parse_special, std::vector<int32_t>* ids) const;
 
   Normalizer normalizer_;

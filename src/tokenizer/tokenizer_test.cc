@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/json.h"
+#include "common/mapped_file.h"
 #include "tokenizer/unicode.h"
 
 namespace pagellm::tokenizer {
@@ -121,6 +123,78 @@ TEST(TokenizerTest, FromComponentsMatchesFromFile) {
   ASSERT_TRUE(tok.ok()) << tok.status();
   for (std::string s : {"Hello world<|im_start|> <think>x", "e\u0301t\u00E9 \U0001F600\n\n  12345", "'S 'll"})
     EXPECT_EQ((*tok)->Encode(s), Qwen3().Encode(s)) << s;
+}
+
+// FromFile reads model.vocab and model.merges from the parser's events and leaves shapes it
+// does not take to the DOM (tokenizer_json.cc): it must give FromJson's tokenizer or error on
+// every variant. Qwen3's tokenizer cut to ids < 3000 (the merges among them), so it is quick.
+TEST(TokenizerTest, FromFileAgreesWithFromJson) {
+  auto full = ReadJsonFile(std::string(kQwen3Dir) + "/tokenizer.json");
+  ASSERT_TRUE(full.ok()) << full.status();
+  Json base = *full;
+  Json& model = base["model"];
+  Json vocab = Json::object(), merges = Json::array();
+  for (const auto& [token, id] : model["vocab"].items())
+    if (id.get<int64_t>() < 3000) vocab[token] = id;
+  for (const Json& m : model["merges"]) {
+    const std::string a = m[0].get<std::string>(), b = m[1].get<std::string>();
+    if (vocab.contains(a) && vocab.contains(b) && vocab.contains(a + b)) merges.push_back(m);
+  }
+  model["vocab"] = vocab;
+  model["merges"] = merges;
+  const std::string text = base.dump();
+  auto with = [&](const std::function<void(Json&)>& edit) {
+    Json j = base;
+    edit(j);
+    return j.dump();
+  };
+  auto with_first_entry = [&](const std::string& entry) {
+    std::string t = text;
+    t.insert(t.find("\"vocab\":{") + 9, entry);
+    return t;
+  };
+  const std::vector<std::pair<std::string, std::string>> variants = {
+      {"pairs", text},
+      {"strings", with([](Json& j) {
+         for (Json& m : j["model"]["merges"]) m = m[0].get<std::string>() + " " + m[1].get<std::string>();
+       })},
+      // Written first (the dump is in key order, which the DOM's std::map iterates in):
+      {"repeated_id", with_first_entry("\"zzqq\":5,")},
+      {"repeated_token", with_first_entry("\"!\":3000,")},  // the key twice: the DOM keeps the last
+      {"repeated_empty_token", with_first_entry("\"\":3001,\"\":3000,")},
+      {"out_of_range", with([](Json& j) { j["model"]["vocab"]["zzqq"] = 1 << 25; })},
+      {"negative", with([](Json& j) { j["model"]["vocab"]["zzqq"] = -3; })},
+      {"float", with([](Json& j) { j["model"]["vocab"]["zzqq"] = 7.0; })},
+      {"no_merges", with([](Json& j) { j["model"].erase("merges"); })},
+      {"bad_merge", with([](Json& j) { j["model"]["merges"][3] = "a b c"; })},
+      {"three_part_merge", with([](Json& j) { j["model"]["merges"][3] = Json::array({"a", "b", "c"}); })},
+      {"missing_token", with([](Json& j) { j["model"]["merges"][3] = "zz qq"; })},
+      {"empty_vocab", with([](Json& j) { j["model"]["vocab"] = Json::object(); })},
+      {"vocab_array", with([](Json& j) { j["model"]["vocab"] = Json::array(); })},
+      {"decoy", with([](Json& j) { j["normalizer"]["vocab"] = Json{{"a", 1}}; })},
+      {"trailing_garbage", text + " x"},
+  };
+  for (const auto& [name, variant] : variants) {
+    const std::string path = ::testing::TempDir() + "/tokenizer_" + name + ".json";
+    ASSERT_TRUE(WriteStringToFile(path, variant).ok());
+    auto from_file = Tokenizer::FromFile(path);
+    auto parsed = ParseJson(variant, path);
+    auto from_json = parsed.ok() ? Tokenizer::FromJson(*parsed) : StatusOr<std::unique_ptr<Tokenizer>>(parsed.status());
+    ASSERT_EQ(from_file.ok(), from_json.ok()) << name << ": " << from_file.status() << " vs " << from_json.status();
+    if (!from_file.ok()) {
+      EXPECT_NE(from_file.status().ToString().find(from_json.status().message()), std::string::npos)
+          << name << ": " << from_file.status() << " vs " << from_json.status();
+      continue;
+    }
+    const Tokenizer &x = **from_file, &y = **from_json;
+    ASSERT_EQ(x.vocab_size(), y.vocab_size()) << name;
+    for (int32_t id = 0; id < x.vocab_size(); ++id) {
+      ASSERT_EQ(x.IdToToken(id), y.IdToToken(id)) << name << " id " << id;
+      ASSERT_EQ(x.TokenToId(x.IdToToken(id)), y.TokenToId(y.IdToToken(id))) << name << " id " << id;
+    }
+    for (std::string str : {"Hello world<|im_start|> <think>x", "e\u0301t\u00E9 \U0001F600\n\n  12345", "!!!"})
+      EXPECT_EQ(x.Encode(str), y.Encode(str)) << name << ": " << str;
+  }
 }
 
 TEST(TokenizerTest, BadFilesAreErrors) {
