@@ -4,6 +4,7 @@
 #include "gguf/gguf_quantize_kquants.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -28,74 +29,103 @@ struct AffineGrid {
 constexpr AffineGrid kQ4_KGrid{15, -1.0f, 0.1f, 20};
 constexpr AffineGrid kQ5_KGrid{31, -0.5f, 0.1f, 15};
 
-void AffineCodes(const float* x, float iscale, float min, int max_code, uint8_t* codes) {
+// make_qkx2_quants for the 8 sub-blocks of a block side by side: lane j of every F8 / I8 value
+// is sub-block j, and each lane runs llama.cpp's loop for one sub-block with the same operations
+// in the same order (sums left to right over i, each trial's grid from the lane's current min),
+// so its results are those of the scalar loop bit for bit. The trials of one sub-block depend on
+// each other (a better trial moves min, which the next trial's grid uses), but the sub-blocks do
+// not, so they share SIMD registers; the scalar loop (21 trials of three sequential sums and an
+// error sum over 32 values) made Q4_K / Q5_K the slowest types to convert.
+// F8 / I8: GCC / Clang vector extensions, element-wise IEEE operations (no contraction here).
+typedef float F8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+constexpr int kLanes = 8;
+
+// QuantNearestInt of each lane.
+inline I8 NearestInt8(F8 v) {
+  const F8 biased = v + 12582912.0f;
+  I8 bits;
+  std::memcpy(&bits, &biased, sizeof(bits));
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+// Each lane's codes for its iscale and min: std::clamp(QuantNearestInt(iscale * (x - min)), 0, max_code).
+inline void AffineCodes8(const F8* xt, F8 iscale, F8 min, int max_code, I8* codes) {
+  const I8 lo = I8{} + 0, hi = I8{} + max_code;
   for (int i = 0; i < kSub; ++i) {
-    codes[i] = static_cast<uint8_t>(std::clamp(QuantNearestInt(iscale * (x[i] - min)), 0, max_code));
+    const I8 q = NearestInt8(iscale * (xt[i] - min));
+    codes[i] = q < lo ? lo : (hi < q ? hi : q);
   }
 }
 
-// sum_i w_i * (scale * code_i + min - x_i)^2
-float AffineError(const float* x, const float* w, const uint8_t* codes, float scale, float min) {
-  float error = 0.0f;
+// Per lane: sum_i w_i * (scale * code_i + min - x_i)^2
+inline F8 AffineError8(const F8* xt, const F8* wt, const I8* codes, F8 scale, F8 min) {
+  F8 error = {};
   for (int i = 0; i < kSub; ++i) {
-    float diff = scale * static_cast<float>(codes[i]) + min - x[i];
+    F8 diff = scale * __builtin_convertvector(codes[i], F8) + min - xt[i];
     diff = diff * diff;
-    error += w[i] * diff;
+    error += wt[i] * diff;
   }
   return error;
 }
 
-// x ~ scale * code + min with min <= 0 (llama.cpp's make_qkx2_quants, squared error): start
-// from the min/max grid, then for each trial grid solve the weighted least-squares scale and
-// min of its codes and keep the best. Returns scale; *neg_min = -min.
-float FitAffine(const float* x, const float* w, const AffineGrid& grid, uint8_t* codes, float* neg_min) {
-  float min = x[0], max = x[0];
-  float sum_w = w[0], sum_x = sum_w * x[0];
+// x ~ scale * code + min with min <= 0 (llama.cpp's make_qkx2_quants, squared error) for each
+// sub-block j of x[256] with weights w[256]: start from the min/max grid, then for each trial
+// grid solve the weighted least-squares scale and min of its codes and keep the best.
+// scale[j], neg_min[j] = -min; codes[256] in element order.
+void FitAffine8(const float* x, const float* w, const AffineGrid& grid, uint8_t* codes, float* scale_out,
+                float* neg_min_out) {
+  F8 xt[kSub], wt[kSub];  // element i of every sub-block
+  for (int i = 0; i < kSub; ++i) {
+    for (int j = 0; j < kLanes; ++j) {
+      xt[i][j] = x[kSub * j + i];
+      wt[i][j] = w[kSub * j + i];
+    }
+  }
+  const F8 zero = {};
+  F8 min = xt[0], max = xt[0], sum_w = wt[0], sum_x = sum_w * xt[0];
   for (int i = 1; i < kSub; ++i) {
-    if (x[i] < min) min = x[i];
-    if (x[i] > max) max = x[i];
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
+    min = xt[i] < min ? xt[i] : min;
+    max = xt[i] > max ? xt[i] : max;
+    sum_w += wt[i];
+    sum_x += wt[i] * xt[i];
   }
-  if (min > 0) min = 0;
-  if (max == min) {
-    std::memset(codes, 0, kSub);
-    *neg_min = -min;
-    return 0.0f;
-  }
-  float iscale = static_cast<float>(grid.max_code) / (max - min);
-  float scale = 1 / iscale;
-  AffineCodes(x, iscale, min, grid.max_code, codes);
-  float best_error = AffineError(x, w, codes, scale, min);
-  uint8_t trial[kSub];
+  min = min > zero ? zero : min;
+  const I8 flat = max == min;  // all codes 0, scale 0 (llama.cpp returns early)
+  F8 iscale = static_cast<float>(grid.max_code) / (max - min);
+  F8 scale = 1 / iscale;
+  I8 best_codes[kSub], trial[kSub];
+  AffineCodes8(xt, iscale, min, grid.max_code, best_codes);
+  F8 best_error = AffineError8(xt, wt, best_codes, scale, min);
   for (int step = 0; step <= grid.num_steps; ++step) {
     iscale = (grid.rmin + grid.rdelta * static_cast<float>(step) + static_cast<float>(grid.max_code)) / (max - min);
-    AffineCodes(x, iscale, min, grid.max_code, trial);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    AffineCodes8(xt, iscale, min, grid.max_code, trial);
+    F8 sum_l = {}, sum_l2 = {}, sum_xl = {};
     for (int i = 0; i < kSub; ++i) {
-      const float l = trial[i];
-      sum_l += w[i] * l;
-      sum_l2 += w[i] * l * l;
-      sum_xl += w[i] * l * x[i];
+      const F8 l = __builtin_convertvector(trial[i], F8);
+      sum_l += wt[i] * l;
+      sum_l2 += wt[i] * l * l;
+      sum_xl += wt[i] * l * xt[i];
     }
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (!(det > 0)) continue;
-    float trial_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
-    float trial_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-    if (trial_min > 0) {
-      trial_min = 0;
-      trial_scale = sum_xl / sum_l2;
-    }
-    const float error = AffineError(x, w, trial, trial_scale, trial_min);
-    if (error < best_error) {
-      std::memcpy(codes, trial, kSub);
-      best_error = error;
-      scale = trial_scale;
-      min = trial_min;
-    }
+    const F8 det = sum_w * sum_l2 - sum_l * sum_l;
+    F8 trial_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    F8 trial_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    const I8 positive_min = trial_min > zero;
+    trial_scale = positive_min ? sum_xl / sum_l2 : trial_scale;
+    trial_min = positive_min ? zero : trial_min;
+    const F8 error = AffineError8(xt, wt, trial, trial_scale, trial_min);
+    // llama.cpp skips a trial unless det > 0; a flat lane keeps its min.
+    const I8 better = ~flat & (det > zero) & (error < best_error);
+    best_error = better ? error : best_error;
+    scale = better ? trial_scale : scale;
+    min = better ? trial_min : min;
+    for (int i = 0; i < kSub; ++i) best_codes[i] = better ? trial[i] : best_codes[i];
   }
-  *neg_min = -min;
-  return scale;
+  for (int j = 0; j < kLanes; ++j) {
+    scale_out[j] = flat[j] ? 0.0f : scale[j];
+    neg_min_out[j] = -min[j];
+    for (int i = 0; i < kSub; ++i) codes[kSub * j + i] = flat[j] ? 0 : static_cast<uint8_t>(best_codes[i][j]);
+  }
 }
 
 // The 12 scale bytes of Q4_K / Q5_K from 8 6-bit (scale, min) pairs (GetScaleMinK4's inverse).
@@ -113,15 +143,17 @@ void PackScaleMinK4(const uint8_t* ls, const uint8_t* lm, uint8_t* scales) {
 // keeps its fitted codes. codes[256] in element order.
 void FitScaleMinBlock(const float* x, const AffineGrid& grid, uint16_t* d, uint16_t* dmin, uint8_t* scales,
                       uint8_t* codes) {
-  float sub_scale[8], sub_min[8], w[kSub];
+  float sub_scale[8], sub_min[8], w[kQkK];
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < 8; ++j) {
     const float* xs = x + kSub * j;
     float sum_x2 = 0;
     for (int l = 0; l < kSub; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / 32);
-    for (int l = 0; l < kSub; ++l) w[l] = av_x + std::fabs(xs[l]);
-    sub_scale[j] = FitAffine(xs, w, grid, codes + kSub * j, &sub_min[j]);
+    for (int l = 0; l < kSub; ++l) w[kSub * j + l] = av_x + std::fabs(xs[l]);
+  }
+  FitAffine8(x, w, grid, codes, sub_scale, sub_min);
+  for (int j = 0; j < 8; ++j) {
     if (sub_scale[j] > max_scale) max_scale = sub_scale[j];
     if (sub_min[j] > max_min) max_min = sub_min[j];
   }
@@ -159,15 +191,37 @@ void SymmetricCodes(const float* x, float iscale, int8_t* codes) {
   }
 }
 
-// sum x^2 * x * l and sum x^2 * l * l over the sub-block for the codes l of `iscale`.
-void SymmetricSums(const float* x, float iscale, float* sum_lx, float* sum_l2) {
-  *sum_lx = 0;
-  *sum_l2 = 0;
+// The first fit and the 18 trials of FitSymmetric16 in the lanes of three F8: lane 0 is the
+// first fit's iscale numerator -32, lane s = 1..18 trial is = s - 10 (s <= 9) or s - 9, whose
+// numerator is -(32 + 0.1 is) (the same float expression, evaluated at compile time); the last
+// 5 lanes are unused.
+constexpr int kQ6Trials = 19;
+constexpr int kQ6Vectors = 3;
+constexpr std::array<float, kQ6Vectors * 8> kQ6Numerators = [] {
+  std::array<float, kQ6Vectors * 8> n{};
+  n.fill(static_cast<float>(-kQ6Half));
+  for (int s = 1; s < kQ6Trials; ++s) {
+    const int is = s <= 9 ? s - 10 : s - 9;
+    n[static_cast<size_t>(s)] = -(static_cast<float>(kQ6Half) + 0.1f * static_cast<float>(is));
+  }
+  return n;
+}();
+
+// For each lane s: sum x^2 * x * l and sum x^2 * l * l over the sub-block for the codes l of
+// iscale[s], each summed over i in order as llama.cpp's loop for one iscale; the trials side by
+// side in SIMD registers where the scalar loop ran them one after another.
+void SymmetricSums(const float* x, const F8* iscale, F8* sum_lx, F8* sum_l2) {
+  const I8 lo = I8{} - kQ6Half, hi = I8{} + (kQ6Half - 1);
+  for (int k = 0; k < kQ6Vectors; ++k) sum_lx[k] = sum_l2[k] = F8{};
   for (int i = 0; i < kSub6; ++i) {
-    const float l = static_cast<float>(std::clamp(QuantNearestInt(iscale * x[i]), -kQ6Half, kQ6Half - 1));
     const float w = x[i] * x[i];
-    *sum_lx += w * x[i] * l;
-    *sum_l2 += w * l * l;
+    for (int k = 0; k < kQ6Vectors; ++k) {
+      I8 q = NearestInt8(iscale[k] * x[i]);
+      q = q < lo ? lo : (hi < q ? hi : q);
+      const F8 l = __builtin_convertvector(q, F8);
+      sum_lx[k] += w * x[i] * l;
+      sum_l2[k] += w * l * l;
+    }
   }
 }
 
@@ -187,22 +241,26 @@ float FitSymmetric16(const float* x, int8_t* codes) {
     std::memset(codes, 0, kSub6);
     return 0.f;
   }
-  float iscale = static_cast<float>(-kQ6Half) / max;
-  SymmetricCodes(x, iscale, codes);
-  float sum_lx, sum_l2;
-  SymmetricSums(x, iscale, &sum_lx, &sum_l2);
-  float scale = sum_l2 != 0 ? sum_lx / sum_l2 : 0.0f;
-  float best = scale * sum_lx;
-  for (int is = -9; is <= 9; ++is) {
-    if (is == 0) continue;
-    iscale = -(static_cast<float>(kQ6Half) + 0.1f * static_cast<float>(is)) / max;
-    SymmetricSums(x, iscale, &sum_lx, &sum_l2);
-    if (sum_l2 > 0 && sum_lx * sum_lx > best * sum_l2) {
-      SymmetricCodes(x, iscale, codes);
-      scale = sum_lx / sum_l2;
-      best = scale * sum_lx;
+  // The trials do not depend on one another (only the choice among them is sequential).
+  F8 iscale[kQ6Vectors], sum_lx[kQ6Vectors], sum_l2[kQ6Vectors];
+  for (int k = 0; k < kQ6Vectors; ++k) {
+    F8 numerator;
+    std::memcpy(&numerator, kQ6Numerators.data() + kLanes * k, sizeof(numerator));
+    iscale[k] = numerator / max;
+  }
+  SymmetricSums(x, iscale, sum_lx, sum_l2);
+  float scale = sum_l2[0][0] != 0 ? sum_lx[0][0] / sum_l2[0][0] : 0.0f;
+  float best = scale * sum_lx[0][0];
+  int chosen = 0;
+  for (int s = 1; s < kQ6Trials; ++s) {
+    const float lx = sum_lx[s / kLanes][s % kLanes], l2 = sum_l2[s / kLanes][s % kLanes];
+    if (l2 > 0 && lx * lx > best * l2) {
+      chosen = s;
+      scale = lx / l2;
+      best = scale * lx;
     }
   }
+  SymmetricCodes(x, iscale[chosen / kLanes][chosen % kLanes], codes);
   return scale;
 }
 
