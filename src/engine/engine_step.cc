@@ -315,7 +315,11 @@ void EngineCore::RefreshGauges() {
 
 StatusOr<std::vector<float>> EngineCore::ScorePrompt(std::span<const int32_t> prompt) {
   if (HasWork()) return FailedPreconditionError("ScorePrompt needs an idle engine");
+  const size_t vocab = static_cast<size_t>(loaded_.config.vocab_size);
   std::vector<float> logits;
+  // Sized once: grown row by row, a 300-token prompt's 182 MB moved through ~10 reallocations,
+  // each a fresh block to fault in (seconds of a golden test's `pagellm logits`).
+  logits.reserve(prompt.size() * vocab);
   SamplingParams params;
   params.temperature = 0.0f;
   params.max_tokens = 1;
@@ -328,7 +332,6 @@ StatusOr<std::vector<float>> EngineCore::ScorePrompt(std::span<const int32_t> pr
   while (status.ok() && HasWork()) status = Step();
   score_sink_ = nullptr;
   PAGELLM_RETURN_IF_ERROR(status);
-  size_t vocab = static_cast<size_t>(loaded_.config.vocab_size);
   if (logits.size() != prompt.size() * vocab) {
     return InternalError(fmt::format("scored {} rows for a {}-token prompt", logits.size() / vocab, prompt.size()));
   }

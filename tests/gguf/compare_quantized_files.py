@@ -16,6 +16,12 @@ next-token logprobs at every position.
 
   /usr/bin/python3 tests/gguf/compare_quantized_files.py --pagellm build/pagellm --workdir W \
       --preset qwen3-tiny-k --ftypes q4_k_m,q6_k
+
+Steps 1 and 2 (the inputs: the checkpoint, f16.gguf and ref.gguf of every file type) are made
+in --workdir, or once for several tests by `--prepare --workdir D --ftypes ALL` (a CTest fixture,
+src/gguf/CMakeLists.txt) and then read from D with `--inputs D`; the gguf_parity tests of the
+same preset read their checkpoint and llama-quantize's files from D too (gguf_parity.py
+--inputs), so the names are gguf_parity.py's: D/PRESET, D/PRESET-f16.gguf, D/PRESET-FTYPE.gguf.
 """
 import argparse
 import json
@@ -150,6 +156,21 @@ def compare(ours_path, ref_path):
     return problems, types
 
 
+def input_paths(inputs, preset):
+    """The dummy checkpoint and its F16 file in `inputs`, and the path of llama-quantize's file of a type."""
+    return (os.path.join(inputs, preset), os.path.join(inputs, f"{preset}-f16.gguf"),
+            lambda ftype: os.path.join(inputs, f"{preset}-{ftype}.gguf"))
+
+
+def make_inputs(args, inputs, log):
+    """Steps 1 and 2 for every one of --ftypes, in `inputs`; returns {ftype: llama-quantize's seconds}."""
+    model, f16, ref = input_paths(inputs, args.preset)
+    run([args.pagellm, "make-dummy-model", "--preset", args.preset, "--out", model, "--seed", "11"], log)
+    run([args.pagellm, "convert", model, "--outtype", "f16", "--outfile", f16], log)
+    return {ftype: run([sys.executable, LLAMA_QUANTIZE, f16, ref(ftype), ftype, "--threads", str(args.threads)], log)
+            for ftype in args.ftypes.split(",")}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pagellm", required=True)
@@ -160,17 +181,29 @@ def main():
                     help="what pagellm quantizes: the checkpoint directory, f16.gguf, or both")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--llama-cpp", action="store_true", help="also run llama.cpp on pagellm's files")
+    ap.add_argument("--prepare", action="store_true",
+                    help="only make the checkpoint, f16.gguf and llama-quantize's file of each of --ftypes in --workdir")
+    ap.add_argument("--inputs", help="read those from this directory (made by --prepare) instead of making them")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    model = os.path.join(args.workdir, "model")
-    f16 = os.path.join(args.workdir, "f16.gguf")
     log = []
-    run([args.pagellm, "make-dummy-model", "--preset", args.preset, "--out", model, "--seed", "11"], log)
-    run([args.pagellm, "convert", model, "--outtype", "f16", "--outfile", f16], log)
+    if args.inputs:
+        model, f16, ref_path = input_paths(args.inputs, args.preset)
+        t_refs = {}
+        missing = [p for p in [model, f16] + [ref_path(t) for t in args.ftypes.split(",")] if not os.path.exists(p)]
+        if missing:
+            sys.exit(f"--inputs {args.inputs} lacks {missing} (made by --prepare with these --ftypes)")
+    else:
+        t_refs = make_inputs(args, args.workdir, log)
+        model, f16, ref_path = input_paths(args.workdir, args.preset)
+    if args.prepare:
+        print(f"{args.preset}: checkpoint, f16.gguf and llama-quantize's " +
+              ", ".join(f"{t} ({s:.1f} s)" for t, s in t_refs.items()) + f" in {args.workdir}")
+        return
     failures = 0
     for ftype in args.ftypes.split(","):
-        ref = os.path.join(args.workdir, f"ref-{ftype}.gguf")
-        t_ref = run([sys.executable, LLAMA_QUANTIZE, f16, ref, ftype, "--threads", str(args.threads)], log)
+        ref = ref_path(ftype)
+        t_ref = f"{t_refs[ftype]:.1f} s" if ftype in t_refs else "made by --prepare"
         sources = [(model, "checkpoint"), (f16, "gguf")]
         for source, label in [(s, l) for s, l in sources if l in args.sources.split(",")]:
             if ftype == "q8_0" and label == "checkpoint":
@@ -183,7 +216,7 @@ def main():
             status = "byte-identical" if not problems else f"{len(problems)} problem(s)"
             status += ", llama.cpp loads it" if args.llama_cpp and not problems else ""
             print(f"{args.preset} {ftype} from the {label}: {status}; llama.cpp's types {types}; "
-                  f"llama-quantize {t_ref:.1f} s, pagellm {t_ours:.1f} s")
+                  f"llama-quantize {t_ref}, pagellm {t_ours:.1f} s")
             for p in problems[:20]:
                 print(f"    {p}")
             failures += 1 if problems else 0

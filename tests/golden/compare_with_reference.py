@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from logits import top1_top2_margin  # noqa: E402  (tests/support/logits.py)
+from logits import LogitStats  # noqa: E402  (tests/support/logits.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "qwen_reference.py")
@@ -124,27 +124,20 @@ def check_case(pagellm, work, name, preset, dtype, edits):
         ours_path, ref_path, exact_path, job = paths[i]
         greedy_n = jobs[job]["greedy"]
         ref = {"greedy": greedies[job]}
-        ours, theirs = np.load(ours_path).astype(np.float64), np.load(ref_path)
-        exact_rel = 0.0
-        if exact_path:
-            exact = np.load(exact_path)
-            exact_rel = np.abs(ours - exact).max() / np.abs(exact).max()
-            del exact
-            if exact_rel > EXACT_REL_ERR[dtype]:
-                failures.append(f"{name}#{i}: distance to the exact reference {exact_rel:.2e} > {EXACT_REL_ERR[dtype]}")
+        stats = LogitStats(ours_path, ref_path, exact_path)
         # The arrays are [T, vocab] float64 (~350 MB for the 300-token prompt): drop them once
-        # loaded, so a full suite does not leave gigabytes behind (PAGELLM_KEEP_GOLDEN=1 keeps them).
+        # read, so a full suite does not leave gigabytes behind (PAGELLM_KEEP_GOLDEN=1 keeps them).
         for path in (ours_path, ref_path, exact_path):
             if path and os.path.exists(path) and not os.environ.get("PAGELLM_KEEP_GOLDEN"):
                 os.remove(path)
-        if ours.shape != theirs.shape:
-            failures.append(f"{name}#{i}: shape {ours.shape} vs {theirs.shape}")
+        if not stats.same_shape:
+            failures.append(f"{name}#{i}: shape {stats.shapes[0]} vs {stats.shapes[1]} (or the exact reference's)")
             continue
-        scale = np.abs(theirs).max()
-        rel = np.abs(ours - theirs).max() / scale
-        margin = top1_top2_margin(theirs)
+        exact_rel = stats.exact_rel
+        if exact_path and exact_rel > EXACT_REL_ERR[dtype]:
+            failures.append(f"{name}#{i}: distance to the exact reference {exact_rel:.2e} > {EXACT_REL_ERR[dtype]}")
+        scale, rel, margin, agree = stats.scale, stats.rel, stats.margin, stats.agree
         decisive = margin > 50 * rel * scale + 1e-6
-        agree = (ours.argmax(1) == theirs.argmax(1))
         print(f"{name} prompt#{i} T={len(ids)}: max|Δ|/scale={rel:.2e} (exact {exact_rel:.2e}) logit-scale={scale:.1f} "
               f"median-margin={np.median(margin):.2f} top1-agree={agree.mean():.3f}")
         fp32_act = dtype == "bf16" and not engine_rounds_bf16_activations()

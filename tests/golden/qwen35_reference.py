@@ -34,7 +34,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from logits import top1_top2_margin  # noqa: E402  (tests/support/logits.py)
+from logits import LogitStats  # noqa: E402  (tests/support/logits.py)
 import torch
 import torch.nn.functional as F
 
@@ -222,21 +222,26 @@ class Model:
         return self.head(self.norm(z, self.w["mtp.norm.weight"]))
 
 
-def cmd_ref(args):
-    m = Model(args.model_dir)
-    ids = [int(t) for t in args.ids.split(",")]
+def reference(m, ids, out=None, greedy_n=0, mtp_out=None):
+    """Prompt logits to `out` and MTP logits to `mtp_out` (.npy, when given); returns greedy_n
+    greedy tokens."""
     with torch.no_grad():
-        if args.out or args.mtp_out:
+        if out or mtp_out:
             hidden = m.hidden(ids)
-        if args.out:
-            np.save(args.out, m.head(hidden).numpy())
-        if args.mtp_out:
-            np.save(args.mtp_out, m.mtp(ids, hidden).numpy())
+        if out:
+            np.save(out, m.head(hidden).numpy())
+        if mtp_out:
+            np.save(mtp_out, m.mtp(ids, hidden).numpy())
         seq, greedy = list(ids), []
-        for _ in range(args.greedy):
+        for _ in range(greedy_n):
             nxt = int(m.forward(seq, last_only=True)[0].argmax())
             greedy.append(nxt)
             seq.append(nxt)
+    return greedy
+
+
+def cmd_ref(args):
+    greedy = reference(Model(args.model_dir), [int(t) for t in args.ids.split(",")], args.out, args.greedy, args.mtp_out)
     print(json.dumps({"greedy": greedy}))
 
 
@@ -268,6 +273,9 @@ def cmd_compare(args):
         make_dummy(args.pagellm, model, args.case)
     hybrid = load_config(model)["model_type"] != "qwen3_moe"
     prompts = golden_prompts()
+    # The reference in this process (as cmd_mtp does), loaded once for every prompt: a `ref`
+    # subprocess per prompt imported torch and read the weights again each time.
+    m = Model(model)
     failures = []
     for i, ids in enumerate(prompts):
         ids_arg = ",".join(map(str, ids))
@@ -285,19 +293,15 @@ def cmd_compare(args):
                                               "--output-format", "json", "--dtype", "float32",
                                               "--kv-cache-dtype", "float32", "--kv-cache-memory", str(64 << 20),
                                               "--max-model-len", "2048"]))["token_ids"]
-        ref = json.loads(run([sys.executable, os.path.abspath(__file__), "ref", model, "--ids", ids_arg,
-                              "--out", ref_path, "--greedy", str(greedy_n)]))
-        ours, theirs = np.load(ours_path).astype(np.float64), np.load(ref_path)
-        if not os.environ.get("PAGELLM_KEEP_GOLDEN"):  # [T, vocab] float64: drop once loaded
+        ref = {"greedy": reference(m, ids, ref_path, greedy_n)}
+        stats = LogitStats(ours_path, ref_path)
+        if not os.environ.get("PAGELLM_KEEP_GOLDEN"):  # [T, vocab] float64: drop once read
             os.remove(ours_path)
             os.remove(ref_path)
-        if ours.shape != theirs.shape:
-            failures.append(f"#{i}: shape {ours.shape} vs {theirs.shape}")
+        if not stats.same_shape:
+            failures.append(f"#{i}: shape {stats.shapes[0]} vs {stats.shapes[1]}")
             continue
-        scale = np.abs(theirs).max()
-        rel = np.abs(ours - theirs).max() / scale
-        margin = top1_top2_margin(theirs)
-        agree = ours.argmax(1) == theirs.argmax(1)
+        scale, rel, margin, agree = stats.scale, stats.rel, stats.margin, stats.agree
         print(f"{args.case} prompt#{i} T={len(ids)}: max|d|/scale={rel:.2e} logit-scale={scale:.1f} "
               f"median-margin={np.median(margin):.2f} min-margin={margin.min():.3f} top1-agree={agree.mean():.3f}")
         if rel > MAX_REL_ERR:

@@ -263,6 +263,10 @@ def main():
                     help="quantized files: require the weights in RAM <= this x the file's tensors and no float "
                          "matrix (check_in_place); 0 = no check")
     ap.add_argument("--quick", action="store_true", help="only the 40-token random prompt (CTest)")
+    ap.add_argument("--inputs", default="",
+                    help="directory holding the dummy checkpoint (PRESET) and, for a llama-quantized --outtype, "
+                         "llama.cpp's file (PRESET-OUTTYPE.gguf), as tests/gguf/compare_quantized_files.py --prepare "
+                         "makes them (a CTest fixture those tests share): used instead of making them here")
     ap.add_argument("--calibrated-on", default="",
                     help="CPU flag (from /proc/cpuinfo) of the machines this case's tolerance was measured on; "
                          "elsewhere the case is skipped (exit 77)")
@@ -278,11 +282,18 @@ def main():
                           "preset": args.preset, "outtype": args.outtype}))
         sys.exit(77)
     os.makedirs(args.workdir, exist_ok=True)
-    args.model_dir = os.path.join(args.workdir, args.preset)
+    args.model_dir = os.path.join(args.inputs or args.workdir, args.preset)
     if not os.path.exists(os.path.join(args.model_dir, "config.json")):
+        if args.inputs:
+            sys.exit(f"--inputs {args.inputs} has no {args.preset} checkpoint")
         run([args.pagellm, "make-dummy-model", "--preset", args.preset, "--out", args.model_dir, "--seed", "11"])
     gguf = os.path.join(args.workdir, f"{args.preset}-{args.outtype}.gguf")
-    if args.outtype in LLAMA_QUANTIZED:
+    if args.inputs and args.outtype in LLAMA_QUANTIZED:
+        # The same commands as below, run once for every test of the preset.
+        gguf = os.path.join(args.inputs, f"{args.preset}-{args.outtype}.gguf")
+        if not os.path.exists(gguf):
+            sys.exit(f"--inputs {args.inputs} has no {os.path.basename(gguf)}")
+    elif args.outtype in LLAMA_QUANTIZED:
         f16 = os.path.join(args.workdir, f"{args.preset}-f16.gguf")
         run([args.pagellm, "convert", args.model_dir, "--outfile", f16, "--outtype", "f16"])
         run([sys.executable, os.path.join(HERE, "llama_quantize.py"), f16, gguf, args.outtype])
