@@ -12,6 +12,7 @@
 // processes on a shared machine).
 //
 //   build-x/src/backend/cpu/attention_bench [--ctx 8192] [--seqs 1] [--verify-rows 5] [--prefill 512] [--reps 5]
+//   build-x/src/backend/cpu/attention_bench --fingerprint   # hash of output bits (PAGELLM_ISA=avx2 too)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -63,11 +64,63 @@ Timing TimeAttention(CpuBackend& be, const PagedKvCache& cache, int32_t ctx, int
   return {per_layer[per_layer.size() / 2], per_layer[0]};
 }
 
+// --fingerprint: a hash of the output bits of many shapes (head dims, GQA groups, row
+// counts, contexts across block and segment edges, KV dtypes) on random data, so a
+// kernel change meant to keep every bit can be checked: run before and after, compare.
+uint64_t Fingerprint(CpuBackend& be) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the outputs' bytes
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (int64_t hd : {64, 128, 256}) {
+      for (int64_t group : {1, 2, 4, 6, 8}) {
+        for (int32_t rows : {1, 2, 3, 5, 9, 40}) {
+          for (int32_t ctx : {1, 7, 16, 33, 300, 530, 1100}) {
+            if (ctx < rows) continue;
+            const int64_t kv_heads = 2, heads = kv_heads * group, blocks = (ctx + kBlock - 1) / kBlock;
+            KvCacheSpec spec{.num_layers = 1, .num_blocks = blocks, .block_size = kBlock, .num_kv_heads = kv_heads,
+                             .head_dim = hd, .dtype = dtype};
+            auto cache = PagedKvCache::Create(spec);
+            if (!cache.ok()) continue;
+            KvLayerView v = (*cache)->layer(0);
+            const size_t elems = static_cast<size_t>(v.num_slots() * kv_heads * hd);
+            std::vector<float> kf(elems), vf(elems);
+            for (float& x : kf) x = dist(rng);
+            for (float& x : vf) x = dist(rng);
+            std::vector<int64_t> slots(static_cast<size_t>(v.num_slots()));
+            std::iota(slots.begin(), slots.end(), 0);
+            be.WriteKv(kf.data(), vf.data(), slots, v);
+            std::vector<int32_t> table(static_cast<size_t>(blocks));
+            std::iota(table.begin(), table.end(), 0);
+            std::shuffle(table.begin(), table.end(), rng);
+            std::vector<int32_t> qsl = {0, rows}, lens = {ctx};
+            AttentionBatch batch{.query_start_loc = qsl, .seq_lens = lens, .block_tables = table,
+                                 .max_blocks_per_seq = static_cast<int32_t>(blocks)};
+            AttentionDims dims{.num_heads = heads, .num_kv_heads = kv_heads, .head_dim = hd,
+                               .scale = 1.0f / std::sqrt(static_cast<float>(hd))};
+            std::vector<float> q(static_cast<size_t>(rows * heads * hd)), out(q.size());
+            for (float& x : q) x = dist(rng);
+            be.PagedAttention(q.data(), v, batch, dims, out.data());
+            const auto* bytes = reinterpret_cast<const unsigned char*>(out.data());
+            for (size_t i = 0; i < out.size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+          }
+        }
+      }
+    }
+  }
+  return hash;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int32_t ctx = 8192, prefill = 512, seqs = 1, verify_rows = 5;
   int reps = 5;
+  if (argc == 2 && std::string(argv[1]) == "--fingerprint") {
+    CpuBackend be(CpuBackendOptions{});
+    std::printf("%016llx\n", static_cast<unsigned long long>(Fingerprint(be)));
+    return 0;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--ctx") ctx = std::atoi(argv[i + 1]);

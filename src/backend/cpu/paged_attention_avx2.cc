@@ -41,19 +41,21 @@ struct Simd {
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
     return _mm_cvtss_f32(m);
   }
-  // result[i] = sum of the lanes of v[i], i < 8 (transpose-add tree).
-  static V ReduceTile(const V* v) {
-    V u[2];
-    for (int j = 0; j < 2; ++j) {
-      const V t0 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * j], v[4 * j + 1]),
-                                 _mm256_unpackhi_ps(v[4 * j], v[4 * j + 1]));
-      const V t1 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * j + 2], v[4 * j + 3]),
-                                 _mm256_unpackhi_ps(v[4 * j + 2], v[4 * j + 3]));
-      const __m256d lo = _mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t1));
-      const __m256d hi = _mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t1));
-      u[j] = _mm256_add_ps(_mm256_castpd_ps(lo), _mm256_castpd_ps(hi));  // per 128-bit lane: 4 sums
-    }
+  // result[i] = sum of the lanes of v[i], i < 8 (transpose-add tree), in two stages as on
+  // AVX-512: ReduceQuad folds four vectors (per 128-bit lane: 4 sums), FinishTile the two.
+  static V ReduceQuad(const V* v) {
+    const V t0 = _mm256_add_ps(_mm256_unpacklo_ps(v[0], v[1]), _mm256_unpackhi_ps(v[0], v[1]));
+    const V t1 = _mm256_add_ps(_mm256_unpacklo_ps(v[2], v[3]), _mm256_unpackhi_ps(v[2], v[3]));
+    const __m256d lo = _mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t1));
+    const __m256d hi = _mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t1));
+    return _mm256_add_ps(_mm256_castpd_ps(lo), _mm256_castpd_ps(hi));  // per 128-bit lane: 4 sums
+  }
+  static V FinishTile(const V* u) {  // u: kWidth / 4 quads
     return _mm256_add_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20), _mm256_permute2f128_ps(u[0], u[1], 0x31));
+  }
+  static V ReduceTile(const V* v) {
+    const V u[2] = {ReduceQuad(v), ReduceQuad(v + 4)};
+    return FinishTile(u);
   }
   static V Exp(V x) { return avx2::Exp(x); }
 };
