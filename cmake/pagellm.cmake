@@ -23,9 +23,9 @@ function(pagellm_test name)
   target_compile_definitions(${name} PRIVATE
     PAGELLM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     PAGELLM_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  # Passive OpenMP waits (as the pagellm binary sets for itself, cli/main.cc): two test
-  # processes of 2 threads share the 2 cores under ctest -j 2, and spinning barriers then
-  # make a step 10x slower or worse. One variable per property: gtest_discover_tests splits
+  # Passive OpenMP waits: two test processes of 2 threads share the 2 cores under
+  # ctest -j 2, and spinning barriers then make a step 10x slower or worse (the pagellm
+  # binary bounds its spin instead, cli/main.cc, since it usually owns its cores). One variable per property: gtest_discover_tests splits
   # a list value ("A=1;B=2") into separate properties.
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
     PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=2" ENVIRONMENT_MODIFICATION "OMP_WAIT_POLICY=set:PASSIVE")

@@ -11,7 +11,7 @@
 // best of --reps passes over the 28 layers (the best is the one least disturbed by other
 // processes on a shared machine).
 //
-//   build-x/src/backend/cpu/attention_bench [--ctx 8192] [--seqs 1] [--verify-rows 5] [--prefill 512] [--reps 5]
+//   build-x/src/backend/cpu/attention_bench [--ctx 8192] [--seqs 1] [--verify-rows 5] [--prefill 512] [--reps 5] [--heads 16 --kv-heads 8]
 //   build-x/src/backend/cpu/attention_bench --fingerprint   # hash of output bits (PAGELLM_ISA=avx2 too)
 #include <algorithm>
 #include <chrono>
@@ -30,7 +30,8 @@ using namespace pagellm;
 
 namespace {
 
-constexpr int64_t kLayers = 28, kHeads = 16, kKvHeads = 8, kHeadDim = 128, kBlock = 16;
+constexpr int64_t kLayers = 28, kHeadDim = 128, kBlock = 16;
+int64_t kHeads = 16, kKvHeads = 8;  // --heads / --kv-heads (Qwen3-0.6B's by default)
 
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -128,6 +129,8 @@ int main(int argc, char** argv) {
     else if (flag == "--prefill") prefill = std::atoi(argv[i + 1]);
     else if (flag == "--verify-rows") verify_rows = std::atoi(argv[i + 1]);
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
+    else if (flag == "--heads") kHeads = std::atoi(argv[i + 1]);
+    else if (flag == "--kv-heads") kKvHeads = std::atoi(argv[i + 1]);
   }
   const int32_t blocks = std::max((ctx + kBlock - 1) / kBlock * seqs, (prefill + kBlock - 1) / kBlock);
   KvCacheSpec spec{.num_layers = kLayers, .num_blocks = blocks,
