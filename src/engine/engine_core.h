@@ -147,7 +147,9 @@ class EngineCore {
                           std::span<SampleState* const> states, StatusOr<std::vector<std::vector<int32_t>>> proposals,
                           std::span<const DraftForwardTiming> forwards, double start);
   // Decode-only step timings with and without drafts (SpecDecodeStats).
-  void RecordDecodeStepTiming(const SchedulerOutput& out, double forward_s);
+  // True for a decode-only step (every scheduled request computes its next token and its
+  // drafts only): its forward time goes to the verification-overhead stats.
+  bool RecordDecodeStepTiming(const SchedulerOutput& out, double forward_s);
   size_t GrammarAllowedPrefix(SampleState& st, std::span<const int32_t> drafts);
   // vLLM's "SpecDecoding metrics: ..." line, once at shutdown.
   void LogSpecDecodeSummary() const;
@@ -186,6 +188,11 @@ class EngineCore {
   std::vector<float>* score_sink_ = nullptr;  // set during ScorePrompt
   std::vector<float> sample_rows_;            // gathered rows when scoring
   StepCostModel step_cost_;                   // measured step times -> prefill cap (engine_step.cc)
+  // Decode-only steps' times (with and without drafts) -> the speculation policy. Kept
+  // apart from step_cost_: prefill steps are far cheaper per token, and a slope learned
+  // from them priced a 16 x 5-token verification at a third of its cost, so drafts stayed
+  // on where they lost throughput (n-gram, 16 sequences, Zen 5: 0.82x in decode time).
+  StepCostModel decode_cost_{0.9, /*min_spread_tokens=*/1.0};
   std::unique_ptr<StructuredOutputs> structured_;  // grammar cache + vocabulary for masks
   SpeculativeConfig spec_config_;                  // --speculative-config (off by default)
   std::unique_ptr<NgramProposer> ngram_;

@@ -55,7 +55,10 @@ double EngineCore::ProposeDrafts(const SchedulerOutput& out, std::span<const std
   const double draft_s = (draft_ != nullptr || mtp_ != nullptr) && draft_cost_.has_observations()
                              ? spec_config_.num_speculative_tokens * draft_cost_.PredictSeconds(b)
                              : 0.0;
-  const int32_t k = spec_policy_->DraftsPerRequest(b, step_cost_.fixed_s(), step_cost_.per_token_s(), draft_s);
+  // Priced on decode-only steps: what a step of B tokens costs against one of B (1 + k).
+  // Until both sizes have been seen there is no slope, and the policy alternates to see them.
+  const double per_token_s = decode_cost_.has_slope() ? decode_cost_.per_token_s() : 0.0;
+  const int32_t k = spec_policy_->DraftsPerRequest(b, decode_cost_.fixed_s(), per_token_s, draft_s);
   // The MTP head sees every step's hidden states, drafting or not: they exist only now.
   if (mtp_ != nullptr) return ProposeMtpDrafts(out, produced, k);
   if (k == 0) return 0.0;

@@ -58,7 +58,7 @@ Status EngineCore::Step() {
   PAGELLM_ASSIGN_OR_RETURN(const StepLogits* logits, runner_->Execute(out, score_sink_ != nullptr));
   const double forward_end_s = Now();
   stats_.step_forward_s += forward_end_s - now;
-  RecordDecodeStepTiming(out, forward_end_s - now);
+  const bool decode_only = RecordDecodeStepTiming(out, forward_end_s - now);
   std::vector<std::vector<int32_t>> produced(out.scheduled.size());
   std::vector<std::string> stopped_ids;
   std::unordered_map<std::string, RequestOutput> deltas;
@@ -87,7 +87,9 @@ Status EngineCore::Step() {
   RefreshGauges();  // so readers see the state after this step, not before it
   // The whole step is what a decoding request waits between two tokens, but for a draft
   // model's forwards, which the speculation policy prices on their own (draft_cost_).
-  step_cost_.Observe(out.total_num_new_tokens, Now() - step_start_s - draft_s);
+  const double step_s = Now() - step_start_s - draft_s;
+  step_cost_.Observe(out.total_num_new_tokens, step_s);
+  if (decode_only) decode_cost_.Observe(out.total_num_new_tokens, step_s);
   for (auto it = children_.begin(); it != children_.end();) {
     bool alive = std::any_of(it->second.begin(), it->second.end(), [&](const std::string& c) { return samples_.count(c) > 0; });
     it = alive ? std::next(it) : children_.erase(it);
@@ -339,10 +341,10 @@ StatusOr<std::vector<float>> EngineCore::ScorePrompt(std::span<const int32_t> pr
 }
 
 // Decode-only steps' forward times, with and without drafts (the verification overhead).
-void EngineCore::RecordDecodeStepTiming(const SchedulerOutput& out, double forward_s) {
+bool EngineCore::RecordDecodeStepTiming(const SchedulerOutput& out, double forward_s) {
   int32_t num_spec = 0;
   for (const ScheduledRequest& s : out.scheduled) {
-    if (!s.samples || s.num_new_tokens != 1 + s.num_spec_tokens) return;  // a prefill chunk is in the step
+    if (!s.samples || s.num_new_tokens != 1 + s.num_spec_tokens) return false;  // a prefill chunk is in the step
     num_spec += s.num_spec_tokens;
   }
   SpecDecodeStats& st = stats_.spec;
@@ -356,6 +358,7 @@ void EngineCore::RecordDecodeStepTiming(const SchedulerOutput& out, double forwa
     st.plain_decode_forward_s += forward_s;
     st.plain_decode_batch_sum += batch;
   }
+  return true;
 }
 
 void EngineCore::LogDecodeStepTimes() const {

@@ -9,15 +9,17 @@ namespace pagellm {
 namespace {
 
 // Steps must differ by at least this much (standard deviation of their token counts,
-// absolute and relative to the mean) before the fixed and per-token costs are told
-// apart; a run of equal decode steps only says what such a step costs.
-constexpr double kMinSpreadTokens = 4.0;
+// absolute (min_spread_tokens) and relative to the mean) before the fixed and per-token
+// costs are told apart; a run of equal decode steps only says what such a step costs.
 constexpr double kMinRelativeSpread = 0.05;
 constexpr double kMaxCap = 1 << 30;
 
 }  // namespace
 
-StepCostModel::StepCostModel(double decay) : decay_(decay) { PAGELLM_CHECK(decay > 0.0 && decay < 1.0); }
+StepCostModel::StepCostModel(double decay, double min_spread_tokens)
+    : decay_(decay), min_spread_tokens_(min_spread_tokens) {
+  PAGELLM_CHECK(decay > 0.0 && decay < 1.0 && min_spread_tokens > 0.0);
+}
 
 void StepCostModel::Observe(int32_t num_tokens, double seconds) {
   PAGELLM_CHECK(num_tokens >= 1);
@@ -36,7 +38,7 @@ void StepCostModel::Refit() {
   const double mean_y = sum_y_ / weight_;
   const double var_x = std::max(sum_xx_ / weight_ - mean_x * mean_x, 0.0);
   const double cov_xy = sum_xy_ / weight_ - mean_x * mean_y;
-  const double min_spread = std::max(kMinSpreadTokens, kMinRelativeSpread * mean_x);
+  const double min_spread = std::max(min_spread_tokens_, kMinRelativeSpread * mean_x);
   if (var_x >= min_spread * min_spread && cov_xy > 0.0) {
     per_token_s_ = cov_xy / var_x;
     has_slope_ = true;

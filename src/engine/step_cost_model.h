@@ -27,12 +27,17 @@ namespace pagellm {
 class StepCostModel {
  public:
   // `decay`: weight kept by the past at each observation (0.9: ~10 steps' memory).
-  explicit StepCostModel(double decay = 0.9);
+  // `min_spread_tokens`: how far apart (standard deviation) the observed token counts
+  // must be before fixed and per-token costs are told apart. 4 suits steps mixing
+  // prefill chunks; decode-only steps of B and B (1 + k) tokens at B = 1 are 2 apart.
+  explicit StepCostModel(double decay = 0.9, double min_spread_tokens = 4.0);
 
   // A step that computed `num_tokens` (>= 1) tokens took `seconds` of wall time.
   void Observe(int32_t num_tokens, double seconds);
 
   bool has_observations() const { return weight_ > 0.0; }
+  // Fixed and per-token costs have been told apart (before: per_token_s is proportional).
+  bool has_slope() const { return has_slope_; }
   double fixed_s() const { return fixed_s_; }
   double per_token_s() const { return per_token_s_; }
   double PredictSeconds(int32_t num_tokens) const { return fixed_s_ + per_token_s_ * num_tokens; }
@@ -41,6 +46,7 @@ class StepCostModel {
   void Refit();
 
   double decay_;
+  double min_spread_tokens_;
   // Exponentially weighted sums of 1, x, y, x^2, xy (x = tokens, y = seconds).
   double weight_ = 0.0, sum_x_ = 0.0, sum_y_ = 0.0, sum_xx_ = 0.0, sum_xy_ = 0.0;
   double fixed_s_ = 0.0;

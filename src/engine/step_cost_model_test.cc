@@ -44,6 +44,19 @@ TEST(StepCostModelTest, KeepsTheSlopeAndFollowsALoadChangeDuringEqualSteps) {
   EXPECT_GT(cost.per_token_s(), 0.0);
 }
 
+TEST(StepCostModelTest, SmallerMinimumSpreadTellsOneTokenFromFiveTokenSteps) {
+  // Decode-only steps of one sequence, with and without 4 drafts: 1 and 5 tokens.
+  StepCostModel coarse, fine(0.9, /*min_spread_tokens=*/1.0);
+  for (int32_t n : {5, 1, 5, 1, 5}) {
+    coarse.Observe(n, TrueSeconds(n));
+    fine.Observe(n, TrueSeconds(n));
+  }
+  EXPECT_FALSE(coarse.has_slope());  // 2 tokens apart is below the default 4
+  ASSERT_TRUE(fine.has_slope());
+  EXPECT_NEAR(fine.fixed_s(), kFixedS, 1e-9);
+  EXPECT_NEAR(fine.per_token_s(), kPerTokenS, 1e-12);
+}
+
 TEST(StepCostModelTest, IgnoresBrokenMeasurements) {
   StepCostModel cost;
   cost.Observe(16, -1.0);

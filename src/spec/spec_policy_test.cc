@@ -1,5 +1,7 @@
 #include "spec/spec_policy.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace pagellm {
@@ -35,9 +37,34 @@ TEST(SpecPolicyTest, LowAcceptanceTurnsItOffButProbes) {
   EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken, 0.0), 4);
 }
 
+TEST(SpecPolicyTest, WithoutASlopeStepsAlternateDraftsFirst) {
+  SpecPolicy policy({.num_speculative_tokens = 4});
+  EXPECT_EQ(policy.DraftsPerRequest(2, 0.004, 0.0, 0.0), 4);
+  EXPECT_EQ(policy.DraftsPerRequest(2, 0.004, 0.0, 0.0), 0);  // measures the plain step too
+  EXPECT_EQ(policy.DraftsPerRequest(2, 0.004, 0.0, 0.0), 4);
+  EXPECT_EQ(policy.DraftsPerRequest(2, 0.004, 0.0, 0.0), 0);
+  // Once the slope is known the rule decides: at 1 of 4 drafts accepted, 16 x 5 tokens
+  // do not pay here (2 x 72 ms < 1.05 x 200 ms).
+  policy.Observe(16, 16);
+  EXPECT_EQ(policy.DraftsPerRequest(16, kFixed, kPerToken, 0.0), 0);
+  EXPECT_EQ(policy.DraftsPerRequest(16, kFixed, kPerToken, 0.0), 0);
+}
+
+TEST(SpecPolicyTest, WhenNothingWouldPayProbesBackOff) {
+  SpecPolicy policy({.num_speculative_tokens = 4});
+  policy.Observe(1, 4);  // every draft accepted, yet compute-bound: 1 ms + 10 ms per token
+  std::vector<int> probes;  // 5 x 161 ms < 1.05 x 801 ms at 16 sequences
+  for (int step = 0; step < 400; ++step) {
+    if (policy.DraftsPerRequest(16, 0.001, 0.010, 0.0) > 0) probes.push_back(step);
+  }
+  EXPECT_EQ(probes, (std::vector<int>{7, 23, 55, 119, 247}));  // after 8, 16, 32, ... steps
+  // A probe whose step shows drafts paying (the fit was wrong) turns them back on.
+  EXPECT_EQ(policy.DraftsPerRequest(1, kFixed, kPerToken, 0.0), 4);
+}
+
 TEST(SpecPolicyTest, UserBoundAndNoMeasurements) {
   SpecPolicy policy({.num_speculative_tokens = 2, .disable_by_batch_size = 3});
-  EXPECT_EQ(policy.DraftsPerRequest(3, 0.0, 0.0, 0.0), 2);  // no slope yet: optimistic
+  EXPECT_EQ(policy.DraftsPerRequest(3, 0.0, 0.0, 0.0), 2);  // the user's bound, no slope needed
   EXPECT_EQ(policy.DraftsPerRequest(4, 0.0, 0.0, 0.0), 0);
   EXPECT_EQ(policy.DraftsPerRequest(0, kFixed, kPerToken, 0.0), 0);
   // The user's bound wins over the cost model, which would say no at 3 x 2 ms per token.
