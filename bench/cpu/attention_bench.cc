@@ -31,7 +31,7 @@ using namespace pagellm;
 namespace {
 
 constexpr int64_t kLayers = 28, kHeadDim = 128, kBlock = 16;
-int64_t kHeads = 16, kKvHeads = 8;  // --heads / --kv-heads (Qwen3-0.6B's by default)
+int64_t num_heads = 16, num_kv_heads = 8;  // --heads / --kv-heads (Qwen3-0.6B's by default)
 
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -52,9 +52,9 @@ Timing TimeAttention(CpuBackend& be, const PagedKvCache& cache, int32_t ctx, int
     lens.push_back(ctx);
   }
   AttentionBatch batch{.query_start_loc = qsl, .seq_lens = lens, .block_tables = table, .max_blocks_per_seq = blocks};
-  AttentionDims dims{.num_heads = kHeads, .num_kv_heads = kKvHeads, .head_dim = kHeadDim,
+  AttentionDims dims{.num_heads = num_heads, .num_kv_heads = num_kv_heads, .head_dim = kHeadDim,
                      .scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim))};
-  std::vector<float> q(static_cast<size_t>(qsl.back() * kHeads * kHeadDim), 0.01f), out(q.size());
+  std::vector<float> q(static_cast<size_t>(qsl.back() * num_heads * kHeadDim), 0.01f), out(q.size());
   std::vector<double> per_layer;
   for (int r = 0; r < reps; ++r) {
     double start = Now();
@@ -129,12 +129,12 @@ int main(int argc, char** argv) {
     else if (flag == "--prefill") prefill = std::atoi(argv[i + 1]);
     else if (flag == "--verify-rows") verify_rows = std::atoi(argv[i + 1]);
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
-    else if (flag == "--heads") kHeads = std::atoi(argv[i + 1]);
-    else if (flag == "--kv-heads") kKvHeads = std::atoi(argv[i + 1]);
+    else if (flag == "--heads") num_heads = std::atoi(argv[i + 1]);
+    else if (flag == "--kv-heads") num_kv_heads = std::atoi(argv[i + 1]);
   }
   const int32_t blocks = std::max((ctx + kBlock - 1) / kBlock * seqs, (prefill + kBlock - 1) / kBlock);
   KvCacheSpec spec{.num_layers = kLayers, .num_blocks = blocks,
-                   .block_size = kBlock, .num_kv_heads = kKvHeads, .head_dim = kHeadDim, .dtype = DType::kBF16};
+                   .block_size = kBlock, .num_kv_heads = num_kv_heads, .head_dim = kHeadDim, .dtype = DType::kBF16};
   auto cache = PagedKvCache::Create(spec);
   if (!cache.ok()) {
     std::fprintf(stderr, "%s\n", cache.status().ToString().c_str());
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   }
   for (int64_t l = 0; l < kLayers; ++l) {  // bf16 0.01 everywhere: touches every page
     KvLayerView v = (*cache)->layer(l);
-    const size_t elems = static_cast<size_t>(v.num_slots() * kKvHeads * kHeadDim);
+    const size_t elems = static_cast<size_t>(v.num_slots() * num_kv_heads * kHeadDim);
     std::fill_n(static_cast<uint16_t*>(v.k), elems, uint16_t{0x3c24});
     std::fill_n(static_cast<uint16_t*>(v.v), elems, uint16_t{0x3c24});
   }
@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   if (f != nullptr) std::fclose(f);
   std::printf("loadavg %s", load);
   CpuBackend be(CpuBackendOptions{});
-  const double kv_bytes = static_cast<double>(ctx) * seqs * kKvHeads * kHeadDim * 2 * 2;
+  const double kv_bytes = static_cast<double>(ctx) * seqs * num_kv_heads * kHeadDim * 2 * 2;
   Timing t = TimeAttention(be, **cache, ctx, 1, seqs, reps);
   std::printf("decode  ctx=%d seqs=%d: %.3f ms/layer, %.1f GB/s of KV (best %.3f ms, %.1f GB/s)\n", ctx, seqs,
               t.median * 1e3, kv_bytes / t.median / 1e9, t.best * 1e3, kv_bytes / t.best / 1e9);
