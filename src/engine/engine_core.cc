@@ -142,11 +142,24 @@ Status EngineCore::Init() {
   }
   PAGELLM_RETURN_IF_ERROR(InitScheduler());
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_cache_, config_.block_size);
+  PAGELLM_RETURN_IF_ERROR(runner_->ReserveLogitRows(MaxLogitRows()));
+  if (draft_ != nullptr) PAGELLM_RETURN_IF_ERROR(draft_->ReserveLogitRows(MaxDraftLogitRows()));
   SamplerConfig sc;
   sc.num_valid_tokens = std::min<int32_t>(tokenizer_->vocab_size(), static_cast<int32_t>(mc.vocab_size));
   sc.eos_token_ids = eos_token_ids_;
   sampler_ = std::make_unique<Sampler>(sc);
   return OkStatus();
+}
+
+int64_t EngineCore::MaxLogitRows() const {
+  // A sampling step has a row per sequence, and a row per draft behind it when
+  // speculating; never more than the step's tokens.
+  const int64_t per_seq = 1 + (spec_config_.enabled() ? spec_config_.num_speculative_tokens : 0);
+  return std::min<int64_t>(std::max(config_.max_num_batched_tokens, 1), int64_t{std::max(config_.max_num_seqs, 1)} * per_seq);
+}
+
+int64_t EngineCore::MaxDraftLogitRows() const {
+  return std::min(std::max(config_.max_num_batched_tokens, 1), std::max(config_.max_num_seqs, 1));
 }
 
 Status EngineCore::LoadDraftModel(int32_t max_num_tokens) {
@@ -237,6 +250,11 @@ Status EngineCore::InitScheduler() {
   weight_formats_ = WeightFormats(loaded_.weights);
   in.workspace_bytes = static_cast<int64_t>(config_.max_num_batched_tokens) *
                        (4 * local.hidden_size + 2 * local.q_size() + 2 * local.kv_size() + 2 * local.intermediate_size) * 4;
+  // The logits of the largest sampling step (and the draft model's, a row per sequence).
+  in.workspace_bytes += ModelRunner::LogitBytes(MaxLogitRows(), mc.vocab_size);
+  if (draft_model_ != nullptr) {
+    in.workspace_bytes += ModelRunner::LogitBytes(MaxDraftLogitRows(), draft_model_->config().vocab_size);
+  }
   in.kv_bytes_per_block = static_cast<int64_t>(one_block.BytesPerBlock()) + draft_bytes_per_block;
   in.block_size = config_.block_size;
   in.max_model_len = max_model_len_;

@@ -122,6 +122,10 @@ class EngineCore {
   int64_t ReleaseCopiedWeightPages(const TensorView& embed_tokens);
   // --speculative-config with a draft "model": loads it next to the target (attention-
   // only, the target's tokenizer); its KV cache is made with the scheduler's blocks.
+  // Logits rows of the largest step the scheduler can make (the memory plan counts them;
+  // the runner touches them at startup), and of the draft model's largest step.
+  int64_t MaxLogitRows() const;
+  int64_t MaxDraftLogitRows() const;
   Status LoadDraftModel(int32_t max_num_tokens);
   // Samples the rows of `logits` (verifying drafts: engine_spec.cc), feeds detokenizer
   // and stop checker, fills deltas. `produced[i]`: the tokens scheduled request i emits.
@@ -186,7 +190,6 @@ class EngineCore {
   std::unordered_map<std::string, std::unique_ptr<SampleState>> samples_;
   std::unordered_map<std::string, std::vector<std::string>> children_;
   std::vector<float>* score_sink_ = nullptr;  // set during ScorePrompt
-  std::vector<float> sample_rows_;            // gathered rows when scoring
   StepCostModel step_cost_;                   // measured step times -> prefill cap (engine_step.cc)
   // Decode-only steps' times (with and without drafts) -> the speculation policy. Kept
   // apart from step_cost_: prefill steps are far cheaper per token, and a slope learned

@@ -143,7 +143,6 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
     int32_t grammar_advanced = 0;
   };
   std::vector<Verification> verifications;
-  bool any_drafts = false;
   for (int32_t r = 0; r < logits.num_rows(); ++r) {
     const int32_t si = logits.scheduled_index[static_cast<size_t>(r)];
     const ScheduledRequest& s = out.scheduled[static_cast<size_t>(si)];
@@ -160,7 +159,6 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
     v.st = samples_.at(s.request_id).get();
     v.req = scheduler_->FindRequest(s.request_id);
     if (v.num_drafts > 0) {
-      any_drafts = true;
       v.outputs.assign(v.req->output_token_ids().begin(), v.req->output_token_ids().end());
       v.grammar_was_active = v.st->grammar_active;
     }
@@ -173,6 +171,7 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
   // exact rejection sampling (spec/rejection_sampler.h), and greedy output cannot change.
   std::vector<SamplingRequest> requests;
   std::vector<Verification*> in_round;
+  std::vector<const float*> round_rows;
   for (int32_t round = 0;; ++round) {
     requests.clear();
     in_round.clear();
@@ -184,18 +183,9 @@ void EngineCore::ProcessSamples(const SchedulerOutput& out, const StepLogits& lo
       FillGrammarMask(*v.st, &requests.back());
     }
     if (requests.empty()) break;
-    const float* base = logits.data.data();
-    const bool contiguous = !any_drafts && score_sink_ == nullptr &&
-                            static_cast<int32_t>(requests.size()) == logits.num_rows();
-    if (!contiguous) {  // gather this round's rows
-      sample_rows_.resize(requests.size() * static_cast<size_t>(logits.vocab_size));
-      for (size_t i = 0; i < in_round.size(); ++i) {
-        std::memcpy(sample_rows_.data() + i * logits.vocab_size, logits.row(in_round[i]->first_row + round),
-                    logits.vocab_size * sizeof(float));
-      }
-      base = sample_rows_.data();
-    }
-    std::vector<SampleResult> results = sampler_->Sample(base, logits.vocab_size, requests);
+    round_rows.clear();
+    for (const Verification* v : in_round) round_rows.push_back(logits.row(v->first_row + round));
+    std::vector<SampleResult> results = sampler_->Sample(round_rows, logits.vocab_size, requests);
     for (size_t i = 0; i < in_round.size(); ++i) {
       Verification& v = *in_round[i];
       const ScheduledRequest& s = out.scheduled[static_cast<size_t>(v.sched_index)];

@@ -1,6 +1,7 @@
 #include "runner/model_runner.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace pagellm {
 
@@ -30,16 +31,26 @@ ForwardInput ModelRunner::BuildInput(const SchedulerOutput& out, bool all_positi
   return input_.Build();
 }
 
+Status ModelRunner::ReserveLogitRows(int64_t rows) {
+  if (rows <= logit_rows_capacity_) return OkStatus();
+  PAGELLM_ASSIGN_OR_RETURN(logits_buffer_, AlignedBuffer::Allocate(static_cast<size_t>(LogitBytes(rows, logits_.vocab_size))));
+  std::memset(logits_buffer_.data(), 0, logits_buffer_.size());  // the page faults, now rather than mid-run
+  logits_.data = logits_buffer_.as<float>();
+  logit_rows_capacity_ = rows;
+  return OkStatus();
+}
+
 StatusOr<const StepLogits*> ModelRunner::Execute(const SchedulerOutput& out, bool all_positions) {
   const ForwardInput input = BuildInput(out, all_positions);
-  logits_.data.resize(input.logits_indices.size() * static_cast<size_t>(logits_.vocab_size));
+  const int64_t rows = static_cast<int64_t>(input.logits_indices.size());
+  if (rows > logit_rows_capacity_) PAGELLM_RETURN_IF_ERROR(ReserveLogitRows(std::max(rows, logit_rows_capacity_ * 3 / 2)));
   if (input.num_tokens() > 0) {
     // Restores before, saves after the forward pass (the order state_snapshot_cache.h relies on).
     for (const ScheduledRequest& s : out.scheduled) {
       if (s.restore_snapshot >= 0) model_.RestoreStateSnapshot(s.restore_snapshot, s.state_slot);
       if (s.checkpoint_snapshot >= 0) model_.SaveStateSnapshot(s.state_slot, s.checkpoint_snapshot);
     }
-    PAGELLM_RETURN_IF_ERROR(model_.Forward(input, kv_cache_, logits_.data.data()));
+    PAGELLM_RETURN_IF_ERROR(model_.Forward(input, kv_cache_, logits_.data));
     for (const ScheduledRequest& s : out.scheduled) {
       if (s.save_snapshot >= 0) model_.SaveStateSnapshot(s.state_slot, s.save_snapshot);
     }

@@ -11,12 +11,14 @@
 //
 // This is the only place where scheduling state (block ids, token counts) meets device
 // memory (the KV cache). Host-side arrays are reused across steps: no per-step
-// allocation once the largest batch has been seen.
+// allocation once the largest batch has been seen. ReserveLogitRows sizes (and touches)
+// the logits for the largest step up front, as vLLM's profile run does.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "backend/aligned_buffer.h"
 #include "backend/paged_kv_cache.h"
 #include "common/status.h"
 #include "model/config.h"
@@ -54,11 +56,11 @@ class CausalLm {
 
 struct StepLogits {
   int32_t vocab_size = 0;
-  std::vector<float> data;              // [num_rows, vocab_size]
+  float* data = nullptr;                 // [num_rows, vocab_size], the runner's buffer
   std::vector<int32_t> scheduled_index;  // [num_rows] index into SchedulerOutput::scheduled
   std::vector<int32_t> positions;       // [num_rows] token position whose next token this predicts
   int32_t num_rows() const { return static_cast<int32_t>(scheduled_index.size()); }
-  const float* row(int32_t r) const { return data.data() + static_cast<size_t>(r) * vocab_size; }
+  const float* row(int32_t r) const { return data + static_cast<size_t>(r) * vocab_size; }
 };
 
 class ModelRunner {
@@ -70,6 +72,14 @@ class ModelRunner {
   // (prompt scoring); otherwise one row per scheduled request that samples.
   StatusOr<const StepLogits*> Execute(const SchedulerOutput& out, bool all_positions = false);
 
+  // Makes room for `rows` logits rows and faults every page in now. Without it the first
+  // step of each larger size paid the faults: 69-202 ms for 24-80 rows of Qwen's
+  // vocabulary on a VM where a first touch is slow, against ~20 ms for the step after,
+  // and a step-cost model that saw those steps priced speculation wrong. A larger step
+  // than reserved still runs (the buffer grows; prompt scoring asks for one row per token).
+  Status ReserveLogitRows(int64_t rows);
+  static int64_t LogitBytes(int64_t rows, int64_t vocab_size) { return rows * vocab_size * int64_t{sizeof(float)}; }
+
  private:
   // Lays out `out` in input_ and fills logits_' bookkeeping; the result views input_.
   ForwardInput BuildInput(const SchedulerOutput& out, bool all_positions);
@@ -79,6 +89,8 @@ class ModelRunner {
   PagedKvCache& kv_cache_;
   ForwardInputBuilder input_;  // reused host arrays behind ForwardInput's spans
   StepLogits logits_;
+  AlignedBuffer logits_buffer_;  // logits_.data points here; not cleared between steps
+  int64_t logit_rows_capacity_ = 0;
 };
 
 }  // namespace pagellm

@@ -95,6 +95,14 @@ Sampler::RowScratch& Sampler::ScratchFor(int thread_idx, int32_t vocab) {
 
 std::vector<SampleResult> Sampler::Sample(const float* logits, int32_t vocab,
                                           std::span<const SamplingRequest> requests) {
+  std::vector<const float*> rows(requests.size());
+  for (size_t r = 0; r < rows.size(); ++r) rows[r] = logits + static_cast<int64_t>(r) * vocab;
+  return Sample(rows, vocab, requests);
+}
+
+std::vector<SampleResult> Sampler::Sample(std::span<const float* const> rows, int32_t vocab,
+                                          std::span<const SamplingRequest> requests) {
+  PAGELLM_CHECK(rows.size() == requests.size());
   const int32_t num_rows = static_cast<int32_t>(requests.size());
   std::vector<SampleResult> results(num_rows);
   const int num_threads = num_rows >= 2 ? std::min(omp_get_max_threads(), num_rows) : 1;
@@ -104,7 +112,7 @@ std::vector<SampleResult> Sampler::Sample(const float* logits, int32_t vocab,
 #pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1) if (num_threads > 1)
   for (int32_t r = 0; r < num_rows; ++r) {
     RowScratch& scratch = ScratchFor(omp_get_thread_num(), vocab);
-    results[r] = SampleRow(logits + static_cast<int64_t>(r) * vocab, vocab, requests[r], scratch);
+    results[r] = SampleRow(rows[static_cast<size_t>(r)], vocab, requests[r], scratch);
   }
   return results;
 }

@@ -61,6 +61,8 @@ class DraftModelProposer {
 
   // Up to k drafts per sequence (fewer near max_model_len, none without free blocks).
   StatusOr<std::vector<std::vector<int32_t>>> Propose(std::span<const DraftSequence> seqs, int32_t k);
+  // Sizes and touches the draft's logits up front (ModelRunner::ReserveLogitRows).
+  Status ReserveLogitRows(int64_t rows) { return runner_.ReserveLogitRows(rows); }
 
   // A request that finished or was aborted: its blocks go back now (a Propose without it
   // would release them too).
