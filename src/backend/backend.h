@@ -120,6 +120,10 @@ class Backend {
   // pages, MappedFile::ReleasePages). Taking the list clears it.
   virtual std::vector<std::span<const std::byte>> TakeCopiedSources() { return {}; }
 
+  // Whether Embedding reads `table`'s rows from a copy a live LinearWeight prepared from
+  // that same view (a tied lm_head), so the view's own pages are never read again.
+  virtual bool EmbeddingReadsPreparedCopy(const TensorView& table) const { return false; }
+
   // y [M, N] = x [M, K] · W^T (+ bias). Precondition: `weight` was prepared by this backend.
   virtual void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) = 0;
 

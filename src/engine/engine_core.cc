@@ -204,14 +204,16 @@ Status EngineCore::LoadDraftModel(int32_t max_num_tokens) {
 }
 
 int64_t EngineCore::ReleaseCopiedWeightPages(const TensorView& embed) {
-  // The embedding reads its table in place (a tied lm_head shares it): its pages come
-  // back as rows are looked up, so they stay counted. Dropping pages twice is harmless
-  // (the CPU backend already did as it packed); ReleasePages returns the bytes.
+  // The embedding reads its table in place unless the backend reads a tied lm_head's
+  // rows from its packed copy: in place, its pages come back as rows are looked up, so
+  // they stay counted. Dropping pages twice is harmless (the CPU backend already did as
+  // it packed); ReleasePages returns the bytes.
   const auto* embed_begin = static_cast<const std::byte*>(embed.data);
   const auto* embed_end = embed_begin + embed.nbytes();
+  const bool embed_in_place = !backend_->EmbeddingReadsPreparedCopy(embed);
   int64_t released = 0;
   for (std::span<const std::byte> source : backend_->TakeCopiedSources()) {
-    if (source.data() < embed_end && embed_begin < source.data() + source.size()) continue;
+    if (embed_in_place && source.data() < embed_end && embed_begin < source.data() + source.size()) continue;
     released += static_cast<int64_t>(MappedFile::ReleasePages(source.data(), source.size()));
   }
   return released;

@@ -16,6 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dnnl_matmul.h"
 #include "backend/cpu/kernel_test_data.h"
+#include "backend/cpu/packed_rows.h"
 #include "tensor/half.h"
 
 namespace pagellm {
@@ -67,6 +68,19 @@ TEST(Bf16Packed, LayoutElementByElement) {
         }
       }
     }
+  }
+}
+
+// Rows read back out of the packed copy (a tied lm_head's embedding lookups) are the
+// checkpoint's values, odd k (a half-filled last pair) and a partial strip included.
+TEST(Bf16Packed, RowsReadBackAsTheCheckpointHasThem) {
+  const int64_t n = 21, k = 7;
+  const std::vector<uint16_t> w = RandomBf16(static_cast<size_t>(n * k), 4);
+  const auto p = Bf16PackedWeight::Pack(w.data(), n, k);
+  std::vector<float> got(static_cast<size_t>(k));
+  for (int64_t row = 0; row < n; ++row) {
+    DequantizePackedRow(*p, row, got.data());
+    for (int64_t c = 0; c < k; ++c) ASSERT_EQ(got[c], Bf16ToF32(w[row * k + c])) << "row " << row << " col " << c;
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "backend/cpu/int8_gemv.h"
 #include "backend/cpu/int8_linear.h"
 #include "backend/int8_quant.h"
+#include "backend/cpu/packed_rows.h"
 #include "backend/cpu/paged_attention_cpu.h"
 #include "backend/cpu/kquant_packed.h"
 #include "backend/column_order.h"
@@ -32,6 +34,17 @@ class CpuLinearWeight final : public LinearWeight {
   CpuLinearWeight(const Backend* be, const TensorView& w) : LinearWeight(be, w.dim(0), w.dim(1)), weight(w) {}
   ~CpuLinearWeight() override {
     if (tally != nullptr) *tally -= counted_bytes;
+    if (forget_row_source) forget_row_source();
+  }
+  // Whether a packed copy can give back the weight's rows (packed_rows.h), in the view's
+  // column order.
+  bool ReadsRows() const {
+    return column_order.empty() && (q8_0 != nullptr || bf16 != nullptr || (kquant != nullptr && PackedRowReadable(*kquant)));
+  }
+  void ReadRow(int64_t row, float* out) const {
+    if (q8_0 != nullptr) return DequantizePackedRow(*q8_0, row, out);
+    if (bf16 != nullptr) return DequantizePackedRow(*bf16, row, out);
+    DequantizePackedRow(*kquant, row, out);
   }
   // Adds what this weight owns to the backend's tally (once, when fully prepared).
   void Count(std::atomic<int64_t>* backend_tally) {
@@ -55,6 +68,7 @@ class CpuLinearWeight final : public LinearWeight {
   std::vector<int32_t> column_order;  // the weight's TensorView::column_order, copied; empty: identity
   std::atomic<int64_t>* tally = nullptr;
   int64_t counted_bytes = 0;
+  std::function<void()> forget_row_source;  // drops this weight from the backend's row sources
 };
 
 // ---- AVX2 helpers -------------------------------------------------------------
@@ -126,8 +140,23 @@ CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
   int8_avx512_ = options_.int8_isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
 }
 
+const LinearWeight* CpuBackend::RowSourceFor(const TensorView& table) const {
+  std::lock_guard<std::mutex> lock(row_sources_mu_);
+  const auto it = row_sources_.find(table.data);
+  if (it == row_sources_.end()) return nullptr;
+  const auto& w = static_cast<const CpuLinearWeight&>(*it->second);
+  // A tensor-parallel shard of the table starts at the same address with fewer rows.
+  const bool same = w.weight.dtype == table.dtype && w.weight.dim(0) == table.dim(0) && w.weight.dim(1) == table.dim(1);
+  return same ? &w : nullptr;
+}
+
+bool CpuBackend::EmbeddingReadsPreparedCopy(const TensorView& table) const { return RowSourceFor(table) != nullptr; }
+
 void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) {
   const int64_t hidden = table.dim(1), vocab = table.dim(0);
+  // A tied lm_head's packed copy holds the same rows: read them there, so the table's
+  // file pages (dropped when it was packed) never come back.
+  const auto* packed = static_cast<const CpuLinearWeight*>(RowSourceFor(table));
   const bool q8_0 = table.dtype == DType::kQ8_0, kquant = IsPackedQuant(table.dtype);
   const size_t elem = q8_0 || kquant ? 0 : DTypeSize(table.dtype);
   const int64_t num_ids = static_cast<int64_t>(ids.size());
@@ -136,6 +165,10 @@ void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids
   for (int64_t t = 0; t < num_ids; ++t) {
     const int32_t id = ids[static_cast<size_t>(t)];
     PAGELLM_CHECK(id >= 0 && id < vocab);
+    if (packed != nullptr) {
+      packed->ReadRow(id, out + t * hidden);
+      continue;
+    }
     if (q8_0) {
       const auto* rows = static_cast<const BlockQ8_0*>(table.data);
       DequantizeRowQ8_0(rows + id * (hidden / kQ8_0BlockElements), hidden, out + t * hidden);
@@ -231,6 +264,17 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
     MappedFile::ReleasePages(weight.data, weight.nbytes());
     std::lock_guard<std::mutex> lock(copied_mu_);
     copied_sources_.emplace_back(static_cast<const std::byte*>(weight.data), weight.nbytes());
+  }
+  if (prepared->ReadsRows()) {
+    const void* data = weight.data;
+    const LinearWeight* self = prepared.get();
+    std::lock_guard<std::mutex> lock(row_sources_mu_);
+    row_sources_[data] = self;
+    prepared->forget_row_source = [this, data, self] {
+      std::lock_guard<std::mutex> forget_lock(row_sources_mu_);
+      const auto it = row_sources_.find(data);
+      if (it != row_sources_.end() && it->second == self) row_sources_.erase(it);
+    };
   }
   return std::unique_ptr<LinearWeight>(std::move(prepared));
 }

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -82,6 +83,7 @@ class CpuBackend final : public Backend {
                                                         const LinearOptions& options = {}) override;
   int64_t prepared_weight_bytes() const override { return prepared_bytes_.load(); }
   std::vector<std::span<const std::byte>> TakeCopiedSources() override;
+  bool EmbeddingReadsPreparedCopy(const TensorView& table) const override;
   void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) override;
   void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads, int64_t head_dim,
             float* x) override;
@@ -98,6 +100,11 @@ class CpuBackend final : public Backend {
   std::atomic<int64_t> prepared_bytes_{0};  // see prepared_weight_bytes()
   std::mutex copied_mu_;
   std::vector<std::span<const std::byte>> copied_sources_;  // see TakeCopiedSources(); guarded by copied_mu_
+  // Prepared weights that can hand back their rows (packed copies), by their view's data
+  // pointer: Embedding reads a tied lm_head's table there (backend/cpu/packed_rows.h).
+  mutable std::mutex row_sources_mu_;
+  std::unordered_map<const void*, const LinearWeight*> row_sources_;  // guarded by row_sources_mu_
+  const LinearWeight* RowSourceFor(const TensorView& table) const;
   ReferenceBackend fallback_;  // for shapes the SIMD kernels do not cover (head_dim % 16 != 0)
 };
 

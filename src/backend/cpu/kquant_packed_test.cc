@@ -10,13 +10,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/int8_gemv.h"  // CpuSupportsAvx512Vnni
 #include "backend/cpu/kernel_test_data.h"
 #include "backend/cpu/kquant_packed_kernels.h"
+#include "backend/cpu/packed_rows.h"
 #include "backend/int8_quant.h"
 #include "backend/kquant_gemm.h"
 #include "tensor/half.h"
@@ -238,6 +241,60 @@ TEST(KQuantPackedQ4_Z, GroupsFoundAndStoredOnce) {
   const auto p = KQuantPackedWeight::Pack(DType::kQ4_Z, GroupedQ4_Z(n, k, 128, 9).data(), n, k);
   const double checkpoint_bytes = n * k / 2.0 + n * (k / 128) * 2.5;
   EXPECT_LE(static_cast<double>(p->owned_bytes()), 1.01 * checkpoint_bytes);
+}
+
+// Rows read back out of the packed copy (the embedding lookups of a tied lm_head) are the
+// file's rows bit for bit, in full and partial strips; random bytes exercise every code,
+// scale and min bit. Q4_Z (no file blocks) says it cannot.
+TEST_P(KQuantPacked, RowsReadBackAsTheFileGivesThem) {
+  const DType dtype = GetParam();
+  const int64_t n = 37, k = 512;
+  const std::vector<uint8_t> w = RandomBlocks(dtype, n, k, 11);
+  const auto p = KQuantPackedWeight::Pack(dtype, w.data(), n, k);
+  ASSERT_NE(p, nullptr);
+  if (dtype == DType::kQ4_Z) {
+    EXPECT_FALSE(PackedRowReadable(*p));
+    return;
+  }
+  ASSERT_TRUE(PackedRowReadable(*p));
+  std::vector<float> want(static_cast<size_t>(k)), got(static_cast<size_t>(k));
+  for (int64_t row = 0; row < n; ++row) {
+    DequantizeRowKQuant(dtype, w.data() + DTypeBytes(dtype, row * k), k, want.data());
+    DequantizePackedRow(*p, row, got.data());
+    ExpectBitEqual(got, want, "row " + std::to_string(row));
+  }
+}
+
+// CpuBackend: once a linear is prepared from a table (a tied lm_head), Embedding reads the
+// table's rows from the packed copy, so the view's bytes (file pages the engine then drops)
+// are never read again: scribbling over them changes nothing. A shard of the table (fewer
+// rows at the same address) and a destroyed linear fall back to the view.
+TEST(KQuantPackedEmbedding, TiedTableRowsComeFromThePackedCopy) {
+  const int64_t n = 40, k = 256;
+  std::vector<uint8_t> table = RandomBlocks(DType::kQ6_K, n, k, 21);
+  TensorView view;
+  view.data = table.data();
+  view.dtype = DType::kQ6_K;
+  view.shape = {n, k};
+  const std::vector<int32_t> ids = {0, 17, 39, 5, 17};
+  std::vector<float> want(ids.size() * static_cast<size_t>(k));
+  for (size_t t = 0; t < ids.size(); ++t) {
+    DequantizeRowKQuant(DType::kQ6_K, table.data() + DTypeBytes(DType::kQ6_K, ids[t] * k), k, want.data() + t * k);
+  }
+  CpuBackend be;
+  EXPECT_FALSE(be.EmbeddingReadsPreparedCopy(view));
+  auto lm_head = be.PrepareLinear(view, TensorView{});
+  ASSERT_TRUE(lm_head.ok()) << lm_head.status().ToString();
+  EXPECT_TRUE(be.EmbeddingReadsPreparedCopy(view));
+  TensorView shard = view;
+  shard.shape = {16, k};
+  EXPECT_FALSE(be.EmbeddingReadsPreparedCopy(shard));
+  std::fill(table.begin(), table.end(), uint8_t{0x55});
+  std::vector<float> got(want.size());
+  be.Embedding(view, ids, got.data());
+  ExpectBitEqual(got, want, "embedding rows after the view was overwritten");
+  lm_head->reset();
+  EXPECT_FALSE(be.EmbeddingReadsPreparedCopy(view));
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KQuantPacked, ::testing::Values(DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS, DType::kQ4_0, DType::kQ5_0,

@@ -19,6 +19,7 @@
 #include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/int8_gemv.h"
 #include "backend/cpu/kernel_test_data.h"
+#include "backend/cpu/packed_rows.h"
 #include "tensor/half.h"
 
 namespace pagellm {
@@ -76,6 +77,20 @@ TEST(Q8_0Packed, LayoutByteByByte) {
         }
       }
     }
+  }
+}
+
+// Rows read back out of the packed copy (a tied lm_head's embedding lookups) are the
+// file's rows bit for bit, padding strip included.
+TEST(Q8_0Packed, RowsReadBackAsTheFileGivesThem) {
+  const int64_t n = 21, k = 96;
+  const std::vector<BlockQ8_0> w = RandomWeights(n, k, 5);
+  const auto p = Q8_0PackedWeight::Pack(w.data(), n, k);
+  std::vector<float> want(static_cast<size_t>(k)), got(static_cast<size_t>(k));
+  for (int64_t row = 0; row < n; ++row) {
+    DequantizeRowQ8_0(w.data() + row * (k / 32), k, want.data());
+    DequantizePackedRow(*p, row, got.data());
+    ExpectBitEqual(got, want, "row " + std::to_string(row));
   }
 }
 
