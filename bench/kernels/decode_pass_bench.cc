@@ -6,7 +6,7 @@
 // quantization, the other thread's wake-up, the tail where one thread waits and the
 // memory pipe drains) take from the read rate.
 //
-//   build/src/backend/decode_pass_bench [--type q4_K] [--layers 28] [--passes 20]
+//   build/src/backend/decode_pass_bench [--type q4_K|q5_K|q6_K|q4_0|q8_0] [--layers 28] [--passes 20]
 // Prints ms per pass and GB/s of weight bytes for each arrangement, alternating them.
 // Not a test: numbers depend on machine load (state the CPU and the load with them).
 #include <algorithm>
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--type" && i + 1 < argc) {
       const std::string t = argv[++i];
-      dtype = t == "q6_K" ? DType::kQ6_K : t == "q5_K" ? DType::kQ5_K : t == "q4_0" ? DType::kQ4_0 : DType::kQ4_K;
+      dtype = t == "q8_0" ? DType::kQ8_0 : t == "q6_K" ? DType::kQ6_K : t == "q5_K" ? DType::kQ5_K : t == "q4_0" ? DType::kQ4_0 : DType::kQ4_K;
     } else if (a == "--layers" && i + 1 < argc) {
       layers = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--passes" && i + 1 < argc) {
