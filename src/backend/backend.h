@@ -127,6 +127,24 @@ class Backend {
   // y [M, N] = x [M, K] · W^T (+ bias). Precondition: `weight` was prepared by this backend.
   virtual void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) = 0;
 
+  // One LinearWeight for weights that read the same input (q|k|v, gate|up): weights[i]
+  // [N_i, K], all of one dtype, biases[i] [N_i] or every one empty. Null when this backend
+  // has no stacked form for them (then prepare them one by one). A decode step makes one
+  // call of it instead of several: one wake-up of the threads, one quantized activation.
+  virtual StatusOr<std::unique_ptr<LinearWeight>> PrepareStackedLinear(std::span<const TensorView> weights,
+                                                                       std::span<const TensorView> biases,
+                                                                       const LinearOptions& options = {}) {
+    (void)weights, (void)biases, (void)options;
+    return std::unique_ptr<LinearWeight>();
+  }
+  // ys[i] [M, N_i] = x [M, K] · W_i^T (+ bias_i), bit for bit what Linear gives on each part
+  // prepared alone. Precondition: `weight` came from this backend's PrepareStackedLinear.
+  virtual void LinearStacked(const LinearWeight& weight, const float* x, int64_t num_rows,
+                             std::span<float* const> ys) {
+    (void)weight, (void)x, (void)num_rows, (void)ys;
+    PAGELLM_CHECK(false);
+  }
+
   // NeoX rotate-half RoPE in place over the first table.rotary_dim dims of every head.
   // x [T, num_heads, head_dim]; positions [T], each < table.max_positions.
   virtual void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads,

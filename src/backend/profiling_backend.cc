@@ -51,6 +51,12 @@ void ProfilingBackend::Linear(const LinearWeight& weight, const float* x, int64_
         [&] { inner_.Linear(weight, x, num_rows, y); });
 }
 
+void ProfilingBackend::LinearStacked(const LinearWeight& weight, const float* x, int64_t num_rows,
+                                     std::span<float* const> ys) {
+  Timed({"linear_stacked", weight.out_features(), weight.in_features(), num_rows},
+        [&] { inner_.LinearStacked(weight, x, num_rows, ys); });
+}
+
 void ProfilingBackend::Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads,
                             int64_t head_dim, float* x) {
   Timed({"rope", num_heads, head_dim, static_cast<int64_t>(positions.size())},

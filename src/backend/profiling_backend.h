@@ -62,6 +62,15 @@ class ProfilingBackend final : public Backend {
   }
   int64_t prepared_weight_bytes() const override { return inner_.prepared_weight_bytes(); }
   std::vector<std::span<const std::byte>> TakeCopiedSources() override { return inner_.TakeCopiedSources(); }
+  bool EmbeddingReadsPreparedCopy(const TensorView& table) const override {
+    return inner_.EmbeddingReadsPreparedCopy(table);
+  }
+  StatusOr<std::unique_ptr<LinearWeight>> PrepareStackedLinear(std::span<const TensorView> weights,
+                                                               std::span<const TensorView> biases,
+                                                               const LinearOptions& options = {}) override {
+    return inner_.PrepareStackedLinear(weights, biases, options);
+  }
+  void LinearStacked(const LinearWeight& weight, const float* x, int64_t num_rows, std::span<float* const> ys) override;
 
   void Embedding(const TensorView& table, std::span<const int32_t> ids, float* out) override;
   void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) override;

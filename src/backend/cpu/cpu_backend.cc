@@ -69,6 +69,7 @@ class CpuLinearWeight final : public LinearWeight {
   std::atomic<int64_t>* tally = nullptr;
   int64_t counted_bytes = 0;
   std::function<void()> forget_row_source;  // drops this weight from the backend's row sources
+  std::vector<int64_t> part_rows;           // a stacked weight's parts (PrepareStackedLinear); else empty
 };
 
 // ---- AVX2 helpers -------------------------------------------------------------
@@ -131,6 +132,7 @@ bool EnvIsNotZero(const char* name) {
 bool Q8_0RepackDefault() { return EnvIsNotZero("PAGELLM_Q8_0_REPACK"); }
 bool Bf16RepackDefault() { return EnvIsNotZero("PAGELLM_BF16_REPACK"); }
 bool BatchInvariantDefault() { return EnvIsNotZero("PAGELLM_BATCH_INVARIANT"); }
+bool StackLinearsDefault() { return EnvIsNotZero("PAGELLM_STACK_LINEARS"); }
 
 CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
   if (options_.isa == CpuIsa::kAvx512 && !CpuSupportsAvx512Bf16()) {
@@ -277,6 +279,66 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
     };
   }
   return std::unique_ptr<LinearWeight>(std::move(prepared));
+}
+
+StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::span<const TensorView> weights,
+                                                                         std::span<const TensorView> biases,
+                                                                         const LinearOptions& options) {
+  (void)options;  // k-quant weights keep their format, as in PrepareLinear
+  // Stacked: k-quant parts of one type and width (not Q4_Z, whose (d, z) groups are found
+  // over one array), each but the last whole strips, no act-order, biases all or none.
+  const auto none = [] { return std::unique_ptr<LinearWeight>(); };
+  if (!options_.stack_linears || weights.size() < 2 || biases.size() != weights.size()) return none();
+  const DType dtype = weights[0].dtype;
+  if (!IsPackedQuant(dtype) || dtype == DType::kQ4_Z || weights[0].shape.size() != 2) return none();
+  const int64_t k = weights[0].dim(1);
+  const bool with_bias = !biases[0].empty();
+  int64_t n = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weights[i], biases[i]));
+    const TensorView& w = weights[i];
+    if (w.dtype != dtype || w.dim(1) != k || !w.column_order.empty() || biases[i].empty() == with_bias) return none();
+    if (i + 1 < weights.size() && w.dim(0) % kKQuantPackRows != 0) return none();
+    n += w.dim(0);
+  }
+  TensorView stacked;  // the shape and type only: the parts are read through the packed copy
+  stacked.dtype = dtype;
+  stacked.shape = {n, k};
+  auto prepared = std::make_unique<CpuLinearWeight>(this, stacked);
+  std::vector<const void*> parts;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    parts.push_back(weights[i].data);
+    prepared->part_rows.push_back(weights[i].dim(0));
+    if (with_bias) {
+      const size_t at = prepared->bias.size();
+      prepared->bias.resize(at + static_cast<size_t>(biases[i].numel()));
+      LoadRow(biases[i].data, biases[i].dtype, biases[i].numel(), prepared->bias.data() + at);
+    }
+  }
+  prepared->kquant = KQuantPackedWeight::PackStacked(dtype, parts, prepared->part_rows, k);
+  if (prepared->kquant == nullptr) {
+    return ResourceExhaustedError(fmt::format("stacked linear {}: cannot allocate the rearranged {} copy",
+                                              ShapeToString(stacked.shape), DTypeName(dtype)));
+  }
+  prepared->Count(&prepared_bytes_);
+  std::lock_guard<std::mutex> lock(copied_mu_);
+  for (const TensorView& w : weights) {  // as PrepareLinear: the parts' file pages go now
+    MappedFile::ReleasePages(w.data, w.nbytes());
+    copied_sources_.emplace_back(static_cast<const std::byte*>(w.data), w.nbytes());
+  }
+  return std::unique_ptr<LinearWeight>(std::move(prepared));
+}
+
+void CpuBackend::LinearStacked(const LinearWeight& weight, const float* x, int64_t num_rows,
+                               std::span<float* const> ys) {
+  PAGELLM_CHECK(weight.backend() == this);
+  const auto& w = static_cast<const CpuLinearWeight&>(weight);
+  PAGELLM_CHECK(w.kquant != nullptr && ys.size() == w.part_rows.size());
+  KQuantOutput outs[8];
+  PAGELLM_CHECK(ys.size() <= std::size(outs));
+  for (size_t i = 0; i < ys.size(); ++i) outs[i] = {ys[i], w.part_rows[i]};
+  RunKQuantPackedParts(*w.kquant, x, num_rows, w.bias.empty() ? nullptr : w.bias.data(),
+                       std::span<const KQuantOutput>(outs, ys.size()), int8_avx512_);
 }
 
 std::vector<std::span<const std::byte>> CpuBackend::TakeCopiedSources() {

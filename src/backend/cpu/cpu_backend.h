@@ -42,6 +42,8 @@ bool Bf16RepackDefault();
 // False when PAGELLM_BATCH_INVARIANT=0 is set, else true (vLLM's VLLM_BATCH_INVARIANT,
 // on by default here: exact outputs come first).
 bool BatchInvariantDefault();
+// PAGELLM_STACK_LINEARS=0 prepares q/k/v and gate/up one by one (A/B runs); default on.
+bool StackLinearsDefault();
 
 struct CpuBackendOptions {
   CpuIsa isa = DetectCpuIsa();
@@ -69,6 +71,9 @@ struct CpuBackendOptions {
   // construction, runs every M and no AMX copy is made, the numerics of a machine without
   // AMX. false (PAGELLM_BATCH_INVARIANT=0): AMX for M > 4.
   bool batch_invariant = BatchInvariantDefault();
+  // PrepareStackedLinear stacks k-quant weights that read the same input (one call, one
+  // fork for q|k|v and gate|up); false: it declines, and they run one by one.
+  bool stack_linears = StackLinearsDefault();
 };
 
 class CpuBackend final : public Backend {
@@ -85,6 +90,10 @@ class CpuBackend final : public Backend {
   std::vector<std::span<const std::byte>> TakeCopiedSources() override;
   bool EmbeddingReadsPreparedCopy(const TensorView& table) const override;
   void Linear(const LinearWeight& weight, const float* x, int64_t num_rows, float* y) override;
+  StatusOr<std::unique_ptr<LinearWeight>> PrepareStackedLinear(std::span<const TensorView> weights,
+                                                               std::span<const TensorView> biases,
+                                                               const LinearOptions& options = {}) override;
+  void LinearStacked(const LinearWeight& weight, const float* x, int64_t num_rows, std::span<float* const> ys) override;
   void Rope(const RopeTable& table, std::span<const int32_t> positions, int64_t num_heads, int64_t head_dim,
             float* x) override;
   void SiluMul(const float* gate, const float* up, int64_t n, float* out) override;

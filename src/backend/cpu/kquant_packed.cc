@@ -215,8 +215,14 @@ void PackRow(DType dtype, const void* w, int64_t index, int64_t r, uint8_t* rec)
 
 }  // namespace
 
-std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::Pack(DType dtype, const void* w, int64_t n, int64_t k) {
-  PAGELLM_CHECK(IsPackedQuant(dtype) && k % DTypeBlockSize(dtype) == 0);
+namespace {
+
+// The records of the rows whose first blocks are at row_blocks[0..n); q4_z: the whole Q4_Z
+// array, whose group params are found over all its rows (null for the other types).
+std::unique_ptr<KQuantPackedWeight> PackRows(DType dtype, std::span<const uint8_t* const> row_blocks, int64_t k,
+                                             const BlockQ4_Z* q4_z) {
+  PAGELLM_CHECK(IsPackedQuant(dtype) && k % DTypeBlockSize(dtype) == 0 && (dtype == DType::kQ4_Z) == (q4_z != nullptr));
+  const int64_t n = static_cast<int64_t>(row_blocks.size());
   auto p = std::make_unique<KQuantPackedWeight>();
   p->dtype = dtype;
   p->n = n;
@@ -228,12 +234,11 @@ std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::Pack(DType dtype, const 
   p->data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
   if (p->data == nullptr) return nullptr;
   if (dtype == DType::kQ4_Z) {
-    const auto* blocks = static_cast<const BlockQ4_Z*>(w);
-    p->group_blocks = Q4_ZGroupBlocks(blocks, n, p->nsb);
+    p->group_blocks = Q4_ZGroupBlocks(q4_z, n, p->nsb);
     const int64_t param_bytes = p->num_strips * p->num_groups() * kQ4_ZGroupParamBytes;
     p->group_params.reset(static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>((param_bytes + 63) / 64 * 64))));
     if (p->group_params == nullptr) return nullptr;
-    PackQ4_ZParams(blocks, *p);
+    PackQ4_ZParams(q4_z, *p);
   }
   const int64_t nsb = p->nsb, num_strips = p->num_strips, rec_bytes = p->record_bytes;
   uint8_t* base = p->data.get();
@@ -243,16 +248,48 @@ std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::Pack(DType dtype, const 
       uint8_t* rec = base + (s * nsb + sb) * rec_bytes;
       std::memset(rec, 0, static_cast<size_t>(rec_bytes));
       for (int64_t r = 0; r < kKQuantPackRows && s * kKQuantPackRows + r < n; ++r) {
-        const int64_t row = s * kKQuantPackRows + r;
-        PackRow(dtype, w, row * nsb + sb, r, rec);
+        PackRow(dtype, row_blocks[static_cast<size_t>(s * kKQuantPackRows + r)], sb, r, rec);
       }
     }
   }
   return p;
 }
 
+// The address of each row's first block, part after part.
+std::vector<const uint8_t*> RowBlocks(DType dtype, std::span<const void* const> parts, std::span<const int64_t> part_rows,
+                                      int64_t k) {
+  PAGELLM_CHECK(parts.size() == part_rows.size());
+  const size_t row_bytes = DTypeBytes(dtype, k);
+  std::vector<const uint8_t*> rows;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    for (int64_t r = 0; r < part_rows[i]; ++r) rows.push_back(static_cast<const uint8_t*>(parts[i]) + r * row_bytes);
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::Pack(DType dtype, const void* w, int64_t n, int64_t k) {
+  const void* parts[] = {w};
+  const int64_t rows[] = {n};
+  return PackRows(dtype, RowBlocks(dtype, parts, rows, k), k,
+                  dtype == DType::kQ4_Z ? static_cast<const BlockQ4_Z*>(w) : nullptr);
+}
+
+std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::PackStacked(DType dtype, std::span<const void* const> parts,
+                                                                    std::span<const int64_t> part_rows, int64_t k) {
+  PAGELLM_CHECK(dtype != DType::kQ4_Z);  // its group params are found over one array
+  return PackRows(dtype, RowBlocks(dtype, parts, part_rows, k), k, nullptr);
+}
+
 void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
                      bool avx512) {
+  const KQuantOutput out[] = {{y, w.n}};
+  RunKQuantPackedParts(w, x, num_rows, bias, out, avx512);
+}
+
+void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias,
+                          std::span<const KQuantOutput> outs, bool avx512) {
   const auto strips = avx512 ? kquant_packed::StripsAvx512 : kquant_packed::StripsAvx2;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;
@@ -263,8 +300,25 @@ void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_ro
   int8_t* acts_q = q.data();
   float* acts_d = d.data();
   int32_t* acts_aux = aux.data();
-  const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux, .num_rows = num_rows, .k = w.k, .nsb = w.nsb};
-  const int64_t num_items = (w.num_strips + kStripsPerItem - 1) / kStripsPerItem;
+  // Work items of up to kStripsPerItem strips, none across two outputs: (output, strips).
+  struct Item {
+    int32_t out;
+    int64_t col0, s_begin, s_end;  // the output's first column of w
+  };
+  thread_local std::vector<Item> items;
+  items.clear();
+  int64_t col0 = 0;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    const int64_t s_end = (col0 + outs[o].n + kKQuantPackRows - 1) / kKQuantPackRows;
+    PAGELLM_CHECK(col0 % kKQuantPackRows == 0);  // every output but the last is whole strips
+    for (int64_t s = col0 / kKQuantPackRows; s < s_end; s += kStripsPerItem) {
+      items.push_back({static_cast<int32_t>(o), col0, s, std::min(s_end, s + kStripsPerItem)});
+    }
+    col0 += outs[o].n;
+  }
+  PAGELLM_CHECK(col0 == w.n);
+  const Item* item = items.data();
+  const int64_t num_items = static_cast<int64_t>(items.size());
   const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
   // As RunQ8_0Packed: the GEMM quantizes its rows inside the one parallel region.
   if (num_rows <= 4) QuantizeActs(w.dtype, x, w.k, 0, num_rows, acts_q, acts_d, acts_aux, avx512);
@@ -276,7 +330,10 @@ void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_ro
     }
 #pragma omp for schedule(dynamic, grain)
     for (int64_t i = 0; i < num_items; ++i) {
-      strips(acts, w, i * kStripsPerItem, std::min(w.num_strips, (i + 1) * kStripsPerItem), bias, y);
+      const KQuantOutput& out = outs[static_cast<size_t>(item[i].out)];
+      const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux, .num_rows = num_rows, .k = w.k, .nsb = w.nsb,
+                            .ldy = out.n, .col0 = item[i].col0};
+      strips(acts, w, item[i].s_begin, item[i].s_end, bias, out.y);
     }
   }
 }

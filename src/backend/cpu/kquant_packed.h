@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <span>
 
 #include "tensor/dtype.h"
 
@@ -86,10 +87,25 @@ struct KQuantPackedWeight {
   // w: n rows of blocks of `dtype` (IsPackedQuant), k a multiple of its block size. Null when the
   // array cannot be allocated.
   static std::unique_ptr<KQuantPackedWeight> Pack(DType dtype, const void* w, int64_t n, int64_t k);
+  // Pack of several weights' rows stacked: parts[i] holds part_rows[i] rows of `dtype` and k
+  // (not kQ4_Z). The same records as Pack of their concatenation.
+  static std::unique_ptr<KQuantPackedWeight> PackStacked(DType dtype, std::span<const void* const> parts,
+                                                         std::span<const int64_t> part_rows, int64_t k);
 };
 
 // y [M, N] = x [M, K] . W^T (+ bias [N], or null). avx512 needs CpuSupportsAvx512Vnni().
 void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
                      bool avx512);
+
+// One output of a stacked weight: the next n of its rows give y [M, n].
+struct KQuantOutput {
+  float* y = nullptr;
+  int64_t n = 0;
+};
+// The same product with the columns split over `outs` in order (the n sum to w.n; each but
+// the last a multiple of 16, so no strip spans two): one call, one fork, for q|k|v or
+// gate|up. Bit for bit the columns RunKQuantPacked gives. bias [w.n] or null.
+void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias,
+                          std::span<const KQuantOutput> outs, bool avx512);
 
 }  // namespace pagellm

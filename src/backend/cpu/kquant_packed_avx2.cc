@@ -58,15 +58,15 @@ inline __m256i HighBits(__m256i h, int g) {
 }
 
 template <int MR, int NH>
-void Store(const __m256 (&acc)[MR][NH], const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
-           float* y) {
+void Store(const __m256 (&acc)[MR][NH], const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0,
+           const float* bias, float* y) {
   for (int h = 0; h < NH; ++h) {
     const int64_t col = s0 * kKQuantPackRows + h * 8;
     const int64_t valid = std::clamp<int64_t>(w.n - col, 0, 8);
     for (int m = 0; m < MR; ++m) {
       float out[8];
       _mm256_storeu_ps(out, acc[m][h]);
-      for (int64_t r = 0; r < valid; ++r) y[(m0 + m) * w.n + col + r] = out[r] + (bias ? bias[col + r] : 0.0f);
+      for (int64_t r = 0; r < valid; ++r) y[(m0 + m) * x.ldy + (col - x.col0) + r] = out[r] + (bias ? bias[col + r] : 0.0f);
     }
   }
 }
@@ -131,7 +131,7 @@ void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
       }
     }
   }
-  Store<MR, NH>(acc, w, m0, s0, bias, y);
+  Store<MR, NH>(acc, x, w, m0, s0, bias, y);
 }
 
 template <int MR, int NH>
@@ -179,7 +179,7 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
       }
     }
   }
-  Store<MR, NH>(acc, w, m0, s0, bias, y);
+  Store<MR, NH>(acc, x, w, m0, s0, bias, y);
 }
 
 // IQ4_XS: signed table values (vpshufb) with the sign trick, signed sub-block scales.
@@ -219,7 +219,7 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
       }
     }
   }
-  Store<MR, NH>(acc, w, m0, s0, bias, y);
+  Store<MR, NH>(acc, x, w, m0, s0, bias, y);
 }
 
 // Q4_0 / Q5_0 / Q4_Z (unsigned codes from the centring term, as the k-quants), Q4_1 / Q5_1
@@ -283,7 +283,7 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
       }
     }
   }
-  Store<MR, NH>(acc, w, m0, s0, bias, y);
+  Store<MR, NH>(acc, x, w, m0, s0, bias, y);
 }
 
 template <int MR>

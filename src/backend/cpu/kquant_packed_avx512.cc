@@ -52,8 +52,8 @@ inline __m512i HighBits(__m512i h) {
 
 // Stores acc + bias for rows m0.., strips s0.. (masked at w.n).
 template <int MR, int NS>
-void Store(const __m512 (&acc)[MR][NS], const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
-           float* y) {
+void Store(const __m512 (&acc)[MR][NS], const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0,
+           const float* bias, float* y) {
   #pragma GCC unroll 4
   for (int j = 0; j < NS; ++j) {
     const int64_t col = (s0 + j) * kKQuantPackRows;
@@ -61,7 +61,7 @@ void Store(const __m512 (&acc)[MR][NS], const KQuantPackedWeight& w, int64_t m0,
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
     const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias + col) : _mm512_setzero_ps();
     #pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) _mm512_mask_storeu_ps(y + (m0 + m) * w.n + col, mask, _mm512_add_ps(acc[m][j], bv));
+    for (int m = 0; m < MR; ++m) _mm512_mask_storeu_ps(y + (m0 + m) * x.ldy + (col - x.col0), mask, _mm512_add_ps(acc[m][j], bv));
   }
 }
 
@@ -177,7 +177,7 @@ void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
       }
     }
   }
-  Store<MR, NS>(acc, w, m0, s0, bias, y);
+  Store<MR, NS>(acc, x, w, m0, s0, bias, y);
 }
 
 // One 32-column block of Q6_K (sub-blocks 2 blk, 2 blk + 1) into the int32 sums.
@@ -260,7 +260,7 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
       }
     }
   }
-  Store<MR, NS>(acc, w, m0, s0, bias, y);
+  Store<MR, NS>(acc, x, w, m0, s0, bias, y);
 }
 
 // Q4_0, Q5_0, IQ4_NL or Q4_Z against q8_0 activations: per block of 32 the dot starts at the
@@ -331,7 +331,7 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
       }
     }
   }
-  Store<MR, NS>(acc, w, m0, s0, bias, y);
+  Store<MR, NS>(acc, x, w, m0, s0, bias, y);
 }
 
 // IQ4_XS: table values + 128 (vpshufb) from -128 * the sub-block sums, signed sub-block
@@ -375,7 +375,7 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
       }
     }
   }
-  Store<MR, NS>(acc, w, m0, s0, bias, y);
+  Store<MR, NS>(acc, x, w, m0, s0, bias, y);
 }
 
 // One tile of NS strips of w's type.

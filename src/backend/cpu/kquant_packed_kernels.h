@@ -35,6 +35,9 @@ struct PackedActs {
                                  // IQ4_XS -128 * bsum32 of the 8 sub-blocks;
                                  // 32-value blocks: [num_rows, nsb] -128 * sum (q8_0 acts)
   int64_t num_rows = 0, k = 0, nsb = 0;
+  // Where the strips' results go: column c of row m at y[m * ldy + c - col0] (ldy = w.n and
+  // col0 = 0, or one part of a stacked weight: its n and first column).
+  int64_t ldy = 0, col0 = 0;
 };
 
 // QuantizeRowQ8_K (backend/kquant_gemm.h) bit for bit, with AVX-512.

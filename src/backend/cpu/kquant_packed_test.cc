@@ -265,6 +265,81 @@ TEST_P(KQuantPacked, RowsReadBackAsTheFileGivesThem) {
   }
 }
 
+// CpuBackend's stacked linear (q|k|v, gate|up in one call) writes each part's columns into
+// its own output, bit for bit what each part prepared alone gives, at GEMV and GEMM row
+// counts, with and without biases; nothing is written past an output. Types or shapes it
+// cannot stack (Q4_Z, mixed types, a middle part that is not whole strips) give null.
+TEST_P(KQuantPacked, StackedLinearEqualsItsPartsBitForBit) {
+  const DType dtype = GetParam();
+  const int64_t k = 512;
+  const std::vector<int64_t> rows = {32, 16, 40};  // the last need not be whole strips
+  std::vector<std::vector<uint8_t>> blocks;
+  std::vector<std::vector<float>> bias_values;
+  std::vector<TensorView> weights, biases;
+  uint32_t seed = 31;
+  for (int64_t n : rows) {
+    blocks.push_back(RandomBlocks(dtype, n, k, seed++));
+    bias_values.push_back(RandomFloats(static_cast<size_t>(n), seed++, 0.5f));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TensorView w;
+    w.data = blocks[i].data();
+    w.dtype = dtype;
+    w.shape = {rows[i], k};
+    weights.push_back(w);
+    TensorView b;
+    b.data = bias_values[i].data();
+    b.dtype = DType::kF32;
+    b.shape = {rows[i]};
+    biases.push_back(b);
+  }
+  CpuBackend be;
+  const std::vector<TensorView> no_biases(rows.size());
+  for (bool with_bias : {false, true}) {
+    auto stacked = be.PrepareStackedLinear(weights, with_bias ? biases : no_biases);
+    ASSERT_TRUE(stacked.ok()) << stacked.status().ToString();
+    if (dtype == DType::kQ4_Z) {
+      EXPECT_EQ(*stacked, nullptr);
+      return;
+    }
+    ASSERT_NE(*stacked, nullptr);
+    for (int64_t m : {1, 3, 7, 33}) {
+      const std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), seed++, 1.0f);
+      std::vector<std::vector<float>> got(rows.size());
+      std::vector<float*> ys;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        got[i].assign(static_cast<size_t>(m * rows[i] + 16), -7.25f);
+        ys.push_back(got[i].data());
+      }
+      be.LinearStacked(**stacked, x.data(), m, ys);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        auto alone = be.PrepareLinear(weights[i], with_bias ? biases[i] : TensorView{});
+        ASSERT_TRUE(alone.ok());
+        std::vector<float> want(static_cast<size_t>(m * rows[i]));
+        be.Linear(**alone, x.data(), m, want.data());
+        for (size_t j = want.size(); j < got[i].size(); ++j) ASSERT_EQ(got[i][j], -7.25f) << "write past part " << i;
+        got[i].resize(want.size());
+        ExpectBitEqual(got[i], want, "part " + std::to_string(i) + " m " + std::to_string(m) + (with_bias ? " bias" : ""));
+      }
+    }
+  }
+  // Not stackable: a middle part of 40 rows (a strip would span two outputs), mixed types.
+  const TensorView uneven[] = {weights[2], weights[0]};
+  const TensorView two_biases[2] = {};
+  auto refused = be.PrepareStackedLinear(uneven, two_biases);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(*refused, nullptr);
+  std::vector<uint8_t> other = RandomBlocks(dtype == DType::kQ6_K ? DType::kQ4_K : DType::kQ6_K, 16, k, 99);
+  TensorView mixed = weights[0];
+  mixed.data = other.data();
+  mixed.dtype = dtype == DType::kQ6_K ? DType::kQ4_K : DType::kQ6_K;
+  mixed.shape = {16, k};
+  const TensorView mixed_parts[] = {weights[0], mixed};
+  auto mixed_result = be.PrepareStackedLinear(mixed_parts, two_biases);
+  ASSERT_TRUE(mixed_result.ok());
+  EXPECT_EQ(*mixed_result, nullptr);
+}
+
 // CpuBackend: once a linear is prepared from a table (a tied lm_head), Embedding reads the
 // table's rows from the packed copy, so the view's bytes (file pages the engine then drops)
 // are never read again: scribbling over them changes nothing. A shard of the table (fewer

@@ -84,6 +84,25 @@ Status QwenModel::PrepareWeights(const ModelWeights& w) {
     if (want_bias) PAGELLM_RETURN_IF_ERROR(CheckShape(bias, {shape[0]}, name + ".bias"));
     return backend_.PrepareLinear(wt, want_bias ? bias : TensorView{}, linear_options_);
   };
+  // Weights that read the same input, [rows, h] each, as one backend weight; null when the
+  // backend cannot stack them (then they are prepared one by one).
+  struct Part {
+    const TensorView* weight;
+    const TensorView* bias;  // null: none
+    int64_t rows;
+    const char* name;
+  };
+  auto stacked = [&](std::initializer_list<Part> parts, bool want_bias,
+                     const std::string& prefix) -> StatusOr<std::unique_ptr<LinearWeight>> {
+    std::vector<TensorView> weights, biases;
+    for (const Part& part : parts) {
+      PAGELLM_RETURN_IF_ERROR(CheckShape(*part.weight, {part.rows, h}, prefix + part.name));
+      if (want_bias) PAGELLM_RETURN_IF_ERROR(CheckShape(*part.bias, {part.rows}, prefix + part.name + ".bias"));
+      weights.push_back(*part.weight);
+      biases.push_back(want_bias ? *part.bias : TensorView{});
+    }
+    return backend_.PrepareStackedLinear(weights, biases, linear_options_);
+  };
   for (int64_t i = par_.layers.first; i < par_.layers.end; ++i) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(i)];
     const std::string p = fmt::format("layers.{}.", i);
@@ -94,15 +113,26 @@ Status QwenModel::PrepareWeights(const ModelWeights& w) {
       PAGELLM_ASSIGN_OR_RETURN(layer.q_norm, NormWeight(lw.q_norm, c.head_dim, p + "q_norm"));
       PAGELLM_ASSIGN_OR_RETURN(layer.k_norm, NormWeight(lw.k_norm, c.head_dim, p + "k_norm"));
     }
-    PAGELLM_ASSIGN_OR_RETURN(layer.q_proj, linear(lw.q_proj, lw.q_bias, {q, h}, c.qkv_bias, p + "q_proj"));
-    PAGELLM_ASSIGN_OR_RETURN(layer.k_proj, linear(lw.k_proj, lw.k_bias, {kv, h}, c.qkv_bias, p + "k_proj"));
-    PAGELLM_ASSIGN_OR_RETURN(layer.v_proj, linear(lw.v_proj, lw.v_bias, {kv, h}, c.qkv_bias, p + "v_proj"));
+    PAGELLM_ASSIGN_OR_RETURN(layer.qkv_proj, stacked({{&lw.q_proj, &lw.q_bias, q, "q_proj"},
+                                                      {&lw.k_proj, &lw.k_bias, kv, "k_proj"},
+                                                      {&lw.v_proj, &lw.v_bias, kv, "v_proj"}},
+                                                     c.qkv_bias, p));
+    if (layer.qkv_proj == nullptr) {
+      PAGELLM_ASSIGN_OR_RETURN(layer.q_proj, linear(lw.q_proj, lw.q_bias, {q, h}, c.qkv_bias, p + "q_proj"));
+      PAGELLM_ASSIGN_OR_RETURN(layer.k_proj, linear(lw.k_proj, lw.k_bias, {kv, h}, c.qkv_bias, p + "k_proj"));
+      PAGELLM_ASSIGN_OR_RETURN(layer.v_proj, linear(lw.v_proj, lw.v_bias, {kv, h}, c.qkv_bias, p + "v_proj"));
+    }
     PAGELLM_ASSIGN_OR_RETURN(layer.o_proj, linear(lw.o_proj, lw.o_bias, {h, q}, c.o_bias, p + "o_proj"));
     if (c.IsMoeLayer(i)) {
       PAGELLM_ASSIGN_OR_RETURN(layer.moe, MoeBlock::Create(c, lw, backend_, max_num_tokens_, p));
     } else {
-      PAGELLM_ASSIGN_OR_RETURN(layer.gate_proj, linear(lw.gate_proj, {}, {inter, h}, false, p + "gate_proj"));
-      PAGELLM_ASSIGN_OR_RETURN(layer.up_proj, linear(lw.up_proj, {}, {inter, h}, false, p + "up_proj"));
+      PAGELLM_ASSIGN_OR_RETURN(layer.gate_up_proj, stacked({{&lw.gate_proj, nullptr, inter, "gate_proj"},
+                                                            {&lw.up_proj, nullptr, inter, "up_proj"}},
+                                                           false, p));
+      if (layer.gate_up_proj == nullptr) {
+        PAGELLM_ASSIGN_OR_RETURN(layer.gate_proj, linear(lw.gate_proj, {}, {inter, h}, false, p + "gate_proj"));
+        PAGELLM_ASSIGN_OR_RETURN(layer.up_proj, linear(lw.up_proj, {}, {inter, h}, false, p + "up_proj"));
+      }
       PAGELLM_ASSIGN_OR_RETURN(layer.down_proj, linear(lw.down_proj, {}, {h, inter}, false, p + "down_proj"));
     }
     layers_.push_back(std::move(layer));
@@ -147,9 +177,14 @@ Status QwenModel::RunAttention(const Layer& layer, int64_t layer_idx, const Forw
   const int64_t t = in.num_tokens(), nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const float eps = static_cast<float>(c.rms_norm_eps);
   backend_.RmsNorm(buf_.hidden, layer.input_norm.data(), t, c.hidden_size, eps, buf_.normed);
-  backend_.Linear(*layer.q_proj, buf_.normed, t, buf_.q);  // [T, nh*hd]
-  backend_.Linear(*layer.k_proj, buf_.normed, t, buf_.k);  // [T, nkv*hd]
-  backend_.Linear(*layer.v_proj, buf_.normed, t, buf_.v);  // [T, nkv*hd]
+  if (layer.qkv_proj != nullptr) {
+    float* const qkv[] = {buf_.q, buf_.k, buf_.v};
+    backend_.LinearStacked(*layer.qkv_proj, buf_.normed, t, qkv);
+  } else {
+    backend_.Linear(*layer.q_proj, buf_.normed, t, buf_.q);  // [T, nh*hd]
+    backend_.Linear(*layer.k_proj, buf_.normed, t, buf_.k);  // [T, nkv*hd]
+    backend_.Linear(*layer.v_proj, buf_.normed, t, buf_.v);  // [T, nkv*hd]
+  }
   if (c.qk_norm) {  // Qwen3: RMSNorm over each head's hd values, before RoPE
     backend_.RmsNorm(buf_.q, layer.q_norm.data(), t * nh, hd, eps, buf_.q);
     backend_.RmsNorm(buf_.k, layer.k_norm.data(), t * nkv, hd, eps, buf_.k);
@@ -179,8 +214,13 @@ Status QwenModel::RunMlp(const Layer& layer, int64_t t) {
     backend_.AddInPlace(buf_.proj, t * c.hidden_size, buf_.hidden);
     return OkStatus();
   }
-  backend_.Linear(*layer.gate_proj, buf_.normed, t, buf_.gate);  // [T, I]
-  backend_.Linear(*layer.up_proj, buf_.normed, t, buf_.up);      // [T, I]
+  if (layer.gate_up_proj != nullptr) {
+    float* const gate_up[] = {buf_.gate, buf_.up};
+    backend_.LinearStacked(*layer.gate_up_proj, buf_.normed, t, gate_up);
+  } else {
+    backend_.Linear(*layer.gate_proj, buf_.normed, t, buf_.gate);  // [T, I]
+    backend_.Linear(*layer.up_proj, buf_.normed, t, buf_.up);      // [T, I]
+  }
   backend_.SiluMul(buf_.gate, buf_.up, t * c.intermediate_size, buf_.gate);
   backend_.Linear(*layer.down_proj, buf_.gate, t, buf_.proj);  // [T, H]
   PAGELLM_RETURN_IF_ERROR(AllReduce(buf_.proj, t));

@@ -66,6 +66,9 @@ class QwenModel {
   struct Layer {
     std::vector<float> input_norm, post_norm, q_norm, k_norm;  // fp32 copies; q/k_norm [hd] or empty
     std::unique_ptr<LinearWeight> q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+    // q|k|v and gate|up stacked into one call each where the backend can (then the parts
+    // above are null): a decode step wakes the threads once for them, not 3 and 2 times.
+    std::unique_ptr<LinearWeight> qkv_proj, gate_up_proj;
     std::unique_ptr<MoeBlock> moe;  // MoE layers (then gate/up/down_proj are null)
   };
   // Row pointers into `workspace_`, each sized for max_num_tokens rows.

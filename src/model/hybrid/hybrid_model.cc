@@ -198,8 +198,12 @@ Status HybridModel::PrepareFfn(const LayerWeights& w, bool moe, const std::strin
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.gate_proj, {inter, h}, p + "mlp.gate_proj"));
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.up_proj, {inter, h}, p + "mlp.up_proj"));
   PAGELLM_RETURN_IF_ERROR(CheckWeightShape(w.down_proj, {h, inter}, p + "mlp.down_proj"));
-  PAGELLM_ASSIGN_OR_RETURN(layer.gate_proj, backend_.PrepareLinear(w.gate_proj, TensorView{}, linear_options_));
-  PAGELLM_ASSIGN_OR_RETURN(layer.up_proj, backend_.PrepareLinear(w.up_proj, TensorView{}, linear_options_));
+  const TensorView gate_up[] = {w.gate_proj, w.up_proj}, no_bias[2] = {};
+  PAGELLM_ASSIGN_OR_RETURN(layer.gate_up_proj, backend_.PrepareStackedLinear(gate_up, no_bias, linear_options_));
+  if (layer.gate_up_proj == nullptr) {
+    PAGELLM_ASSIGN_OR_RETURN(layer.gate_proj, backend_.PrepareLinear(w.gate_proj, TensorView{}, linear_options_));
+    PAGELLM_ASSIGN_OR_RETURN(layer.up_proj, backend_.PrepareLinear(w.up_proj, TensorView{}, linear_options_));
+  }
   PAGELLM_ASSIGN_OR_RETURN(layer.down_proj, backend_.PrepareLinear(w.down_proj, TensorView{}, linear_options_));
   return OkStatus();
 }
@@ -306,8 +310,13 @@ Status HybridModel::RunFfn(const Layer& layer, int64_t t) {
   if (layer.moe) {
     layer.moe->Forward(normed_.data(), t, proj_.data());
   } else {
-    backend_.Linear(*layer.gate_proj, normed_.data(), t, mlp_gate_.data());
-    backend_.Linear(*layer.up_proj, normed_.data(), t, mlp_up_.data());
+    if (layer.gate_up_proj != nullptr) {
+      float* const gate_up[] = {mlp_gate_.data(), mlp_up_.data()};
+      backend_.LinearStacked(*layer.gate_up_proj, normed_.data(), t, gate_up);
+    } else {
+      backend_.Linear(*layer.gate_proj, normed_.data(), t, mlp_gate_.data());
+      backend_.Linear(*layer.up_proj, normed_.data(), t, mlp_up_.data());
+    }
     backend_.SiluMul(mlp_gate_.data(), mlp_up_.data(), t * c.intermediate_size, mlp_gate_.data());
     backend_.Linear(*layer.down_proj, mlp_gate_.data(), t, proj_.data());
   }

@@ -96,6 +96,7 @@ class HybridModel {
     std::unique_ptr<LinearWeight> in_qkv, in_z, in_b, in_a, out_proj;  // GDN
     std::vector<float> conv_weight, a_log, dt_bias, gdn_norm;         // [conv_dim, K], [nv], [nv], [dv]
     std::unique_ptr<LinearWeight> gate_proj, up_proj, down_proj;      // dense MLP
+    std::unique_ptr<LinearWeight> gate_up_proj;  // gate|up in one call where the backend stacks them (then both null)
     std::unique_ptr<MoeBlock> moe;
   };
 
