@@ -120,12 +120,12 @@ class EngineCore {
   // Drops the file pages of weights the backend copied; returns the bytes (the embedding's
   // pages stay counted).
   int64_t ReleaseCopiedWeightPages(const TensorView& embed_tokens);
-  // --speculative-config with a draft "model": loads it next to the target (attention-
-  // only, the target's tokenizer); its KV cache is made with the scheduler's blocks.
   // Logits rows of the largest step the scheduler can make (the memory plan counts them;
   // the runner touches them at startup), and of the draft model's largest step.
   int64_t MaxLogitRows() const;
   int64_t MaxDraftLogitRows() const;
+  // --speculative-config with a draft "model": loads it next to the target (attention-
+  // only, the target's tokenizer); its KV cache is made with the scheduler's blocks.
   Status LoadDraftModel(int32_t max_num_tokens);
   // Samples the rows of `logits` (verifying drafts: engine_spec.cc), feeds detokenizer
   // and stop checker, fills deltas. `produced[i]`: the tokens scheduled request i emits.
