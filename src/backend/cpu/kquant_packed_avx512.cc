@@ -68,15 +68,19 @@ void Store(const __m512 (&acc)[MR][NS], const PackedActs& x, const KQuantPackedW
 // Software prefetch kPrefetchAhead bytes ahead of the slice [begin, end) of each strip's
 // current record: a strip's records (its super-blocks or blocks) are contiguous, so calling
 // this once per step with the step's share of the record walks the whole stream once.
-// The hardware prefetchers alone kept Zen 5's memory half busy (q4_K and q6_K GEMVs
-// streamed ~30 GB/s where the Q8_0 kernel, which prefetches, streams ~50).
+// Only the one-strip tiles of the GEMM (M >= 3) take it. The GEMV's 4-strip tiles never
+// had it: GCC deleted these loops from every NS > 1 instantiation (a loop of nothing but
+// _mm_prefetch counts as free of side effects; objdump shows no prefetcht0 in them), so
+// the earlier prefetch-distance and hint experiments on the GEMV measured nothing. Forced
+// in (asm volatile, 512 B to 16 KB ahead) they gained nothing measurable either on a 2-core
+// Zen 5 (decode_pass_bench, in-process A/B): the hardware prefetchers follow the strips'
+// streams; 16 KB ahead cost 20 %.
 constexpr int64_t kPrefetchAhead = 2048;
 template <int NS>
 inline void PrefetchAhead(const uint8_t* const (&rec)[NS], int64_t begin, int64_t end) {
-  #pragma GCC unroll 4
-  for (int j = 0; j < NS; ++j) {
+  if constexpr (NS == 1) {
     for (int64_t o = begin & ~int64_t{63}; o < end; o += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(rec[j] + kPrefetchAhead + o), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(rec[0] + kPrefetchAhead + o), _MM_HINT_T0);
     }
   }
 }
@@ -90,13 +94,24 @@ inline __m512i FifthBitHi(__m512i h, int g) { return _mm512_and_si512(_mm512_srl
 // (Q5_K, Q5_0), or IQ4 codes looked up as table value + 128.
 enum class Nibbles { kPlain, kFifthBit, kIq4 };
 
-// The 8 vpdpbusd of one 32-column block into dot: code bytes at rec[j] + off (4 x 64),
+// The 8 vpdpbusd of one 32-column block added into dot: code bytes at rec[j] + off (4 x 64),
 // h5[j] their 5th bits (kFifthBit only), xb the activations of the block's column 0.
 template <int MR, int NS, Nibbles kMode>
 inline void BlockDots(const PackedActs& x, const uint8_t* const (&rec)[NS], int64_t off, const __m512i (&h5)[NS],
                       const int8_t* xb, __m512i (&dot)[MR][NS]) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4NlPlus128)));
+  // The GEMV's plain codes have their high nibbles dotted where they stand (16 x the code,
+  // at most 240: still a u8 for vpdpbusd) on a second chain, whose sum is divided by 16 at
+  // the end, exactly, as every term is a multiple of 16: a shift per 64 code bytes saved
+  // against 2 instructions per strip and block (a decode pass's linears, decode_pass_bench
+  // on a 2-core Zen 5: Q4_K 2-3 % and Q4_0 1-2 % less time, in-process A/B). Tiles of more
+  // activation rows (the GEMM) spend more on the end than they save: 5 % slower at M = 16
+  // and 512, so they shift.
+  constexpr bool kHiInPlace = kMode == Nibbles::kPlain && MR == 1;
+  const __m512i high4 = _mm512_set1_epi8(static_cast<char>(0xF0));
+  __m512i dot_hi[MR][NS];
+  if constexpr (kHiInPlace) Fill(dot_hi, _mm512_setzero_si512());
   #pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     __m512i lo[NS], hi[NS];
@@ -104,7 +119,8 @@ inline void BlockDots(const PackedActs& x, const uint8_t* const (&rec)[NS], int6
     for (int j = 0; j < NS; ++j) {
       const __m512i v = _mm512_loadu_si512(rec[j] + off + g * 64);
       lo[j] = _mm512_and_si512(v, low4);
-      hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      if constexpr (kHiInPlace) hi[j] = _mm512_and_si512(v, high4);
+      else hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
       if constexpr (kMode == Nibbles::kFifthBit) {
         lo[j] = _mm512_or_si512(lo[j], FifthBitLo(h5[j], g));
         hi[j] = _mm512_or_si512(hi[j], FifthBitHi(h5[j], g));
@@ -119,9 +135,14 @@ inline void BlockDots(const PackedActs& x, const uint8_t* const (&rec)[NS], int6
       #pragma GCC unroll 4
       for (int j = 0; j < NS; ++j) {
         dot[m][j] = _mm512_dpbusd_epi32(dot[m][j], lo[j], xl);
-        dot[m][j] = _mm512_dpbusd_epi32(dot[m][j], hi[j], xh);
+        if constexpr (kHiInPlace) dot_hi[m][j] = _mm512_dpbusd_epi32(dot_hi[m][j], hi[j], xh);
+        else dot[m][j] = _mm512_dpbusd_epi32(dot[m][j], hi[j], xh);
       }
     }
+  }
+  if constexpr (kHiInPlace) {
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) dot[0][j] = _mm512_add_epi32(dot[0][j], _mm512_srai_epi32(dot_hi[0][j], 4));
   }
 }
 
