@@ -11,6 +11,7 @@
 
 #include "backend/cpu/bf16_packed_kernels.h"
 #include "backend/cpu/gemv.h"
+#include "common/parallel_for.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
@@ -95,8 +96,9 @@ void RowsAvx512(const Acts& x, const Bf16PackedWeight& w, int64_t m_begin, int64
 }
 
 void ConvertActsAvx512(const float* x, int64_t rows, int64_t k, int64_t stride, uint16_t* out) {
-#pragma omp parallel for schedule(static) if (rows * k > 65536)  // else a wake-up costs more
-  for (int64_t m = 0; m < rows; ++m) ConvertRowsToBf16Avx512(x + m * k, 1, k, 2 * stride, out + m * 2 * stride);
+  // Few rows: a wake-up of the other threads costs more than the work.
+  ParallelFor(rows, rows * k > 65536,
+              [&](int64_t m) { ConvertRowsToBf16Avx512(x + m * k, 1, k, 2 * stride, out + m * 2 * stride); });
 }
 
 }  // namespace pagellm::bf16_packed

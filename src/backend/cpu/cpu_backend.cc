@@ -23,6 +23,7 @@
 #include "backend/cpu/q8_0_packed.h"
 #include "common/logging.h"
 #include "common/mapped_file.h"
+#include "common/parallel_for.h"
 #include "tensor/half.h"
 #include "tensor/kquant_blocks.h"
 
@@ -163,32 +164,30 @@ void CpuBackend::Embedding(const TensorView& table, std::span<const int32_t> ids
   const size_t elem = q8_0 || kquant ? 0 : DTypeSize(table.dtype);
   const int64_t num_ids = static_cast<int64_t>(ids.size());
   // A few rows (a decode step, a verification) are cheaper than waking the other threads.
-#pragma omp parallel for schedule(static) if (num_ids * hidden > 32768)
-  for (int64_t t = 0; t < num_ids; ++t) {
+  ParallelFor(num_ids, num_ids * hidden > 32768, [&](int64_t t) {
     const int32_t id = ids[static_cast<size_t>(t)];
     PAGELLM_CHECK(id >= 0 && id < vocab);
     if (packed != nullptr) {
       packed->ReadRow(id, out + t * hidden);
-      continue;
+      return;
     }
     if (q8_0) {
       const auto* rows = static_cast<const BlockQ8_0*>(table.data);
       DequantizeRowQ8_0(rows + id * (hidden / kQ8_0BlockElements), hidden, out + t * hidden);
-      continue;
+      return;
     }
     if (kquant) {
       const auto* rows = static_cast<const std::byte*>(table.data);
       DequantizeRowKQuant(table.dtype, rows + DTypeBytes(table.dtype, id * hidden), hidden, out + t * hidden);
-      continue;
+      return;
     }
     LoadRow(static_cast<const char*>(table.data) + static_cast<size_t>(id * hidden) * elem, table.dtype, hidden,
             out + t * hidden);
-  }
+  });
 }
 
 void CpuBackend::RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
-#pragma omp parallel for schedule(static) if (rows * dim > 16384)
-  for (int64_t r = 0; r < rows; ++r) {
+  ParallelFor(rows, rows * dim > 16384, [&](int64_t r) {
     const float* xr = x + r * dim;
     float* yr = y + r * dim;
     __m256 acc = _mm256_setzero_ps();
@@ -202,7 +201,7 @@ void CpuBackend::RmsNorm(const float* x, const float* weight, int64_t rows, int6
       _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_loadu_ps(weight + i), _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv)));
     }
     for (; i < dim; ++i) yr[i] = weight[i] * (xr[i] * inv);
-  }
+  });
 }
 
 StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorView& weight, const TensorView& bias,
@@ -366,10 +365,9 @@ void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_
   if (num_rows > options_.gemv_max_rows && w.dnnl != nullptr && w.dnnl->Run(x, num_rows, y)) {
     if (!w.bias.empty()) {
       const int64_t n = w.out_features();
-#pragma omp parallel for schedule(static) if (num_rows * n > 65536)
-      for (int64_t m = 0; m < num_rows; ++m) {
+      ParallelFor(num_rows, num_rows * n > 65536, [&](int64_t m) {
         for (int64_t i = 0; i < n; ++i) y[m * n + i] += w.bias[static_cast<size_t>(i)];
-      }
+      });
     }
     return;
   }
@@ -389,8 +387,7 @@ void CpuBackend::Rope(const RopeTable& table, std::span<const int32_t> positions
   const int64_t half = table.rotary_dim / 2;
   const int64_t num_tokens = static_cast<int64_t>(positions.size());
   PAGELLM_CHECK(table.rotary_dim <= head_dim);
-#pragma omp parallel for schedule(static) if (num_tokens * num_heads * half > 16384)
-  for (int64_t t = 0; t < num_tokens; ++t) {
+  ParallelFor(num_tokens, num_tokens * num_heads * half > 16384, [&](int64_t t) {
     const int32_t pos = positions[static_cast<size_t>(t)];
     PAGELLM_CHECK(pos >= 0 && pos < table.max_positions);
     const float* c = table.cos_row(pos);
@@ -411,7 +408,7 @@ void CpuBackend::Rope(const RopeTable& table, std::span<const int32_t> positions
         x2[j] = b * c[j] + a * s[j];
       }
     }
-  }
+  });
 }
 
 void CpuBackend::SiluMul(const float* gate, const float* up, int64_t n, float* out) {
@@ -419,8 +416,7 @@ void CpuBackend::SiluMul(const float* gate, const float* up, int64_t n, float* o
   const int64_t num_chunks = (n + kChunk - 1) / kChunk;
   // Below ~64k elements (a few rows: a decode or verification step) waking the other
   // threads costs more than the work: 15,360 elements took 5-10 us alone, 10-125 us split.
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t c = 0; c < num_chunks; ++c) {
+  ParallelFor(num_chunks, n > 65536, [&](int64_t c) {
     const int64_t end = std::min(n, (c + 1) * kChunk);
     int64_t i = c * kChunk;
     const __m256 one = _mm256_set1_ps(1.0f);
@@ -431,12 +427,11 @@ void CpuBackend::SiluMul(const float* gate, const float* up, int64_t n, float* o
       _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
     }
     for (; i < end; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-  }
+  });
 }
 
 void CpuBackend::AddInPlace(const float* y, int64_t n, float* x) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+  ParallelFor(n, n > 65536, [&](int64_t i) { x[i] += y[i]; });
 }
 
 void CpuBackend::WriteKv(const float* k, const float* v, std::span<const int64_t> slot_mapping,
@@ -444,17 +439,16 @@ void CpuBackend::WriteKv(const float* k, const float* v, std::span<const int64_t
   const int64_t num_tokens = static_cast<int64_t>(slot_mapping.size());
   const int64_t nkv = cache.num_kv_heads, hd = cache.head_dim;
   const size_t elem = DTypeSize(cache.dtype);
-#pragma omp parallel for schedule(static) if (num_tokens > 16)
-  for (int64_t t = 0; t < num_tokens; ++t) {
+  ParallelFor(num_tokens, num_tokens > 16, [&](int64_t t) {
     const int64_t slot = slot_mapping[static_cast<size_t>(t)];
-    if (slot < 0) continue;
+    if (slot < 0) return;
     PAGELLM_CHECK(slot < cache.num_slots());
     for (int64_t h = 0; h < nkv; ++h) {
       const size_t dst = static_cast<size_t>(cache.ElementIndex(slot / cache.block_size, h, slot % cache.block_size));
       StoreRow(k + (t * nkv + h) * hd, hd, cache.dtype, static_cast<char*>(cache.k) + dst * elem);
       StoreRow(v + (t * nkv + h) * hd, hd, cache.dtype, static_cast<char*>(cache.v) + dst * elem);
     }
-  }
+  });
 }
 
 void CpuBackend::PagedAttention(const float* q, const KvLayerView& cache, const AttentionBatch& batch,

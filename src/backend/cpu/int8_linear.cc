@@ -11,6 +11,7 @@
 #include "backend/int8_quant.h"
 #include "backend/reference/reference_backend.h"
 #include "common/logging.h"
+#include "common/parallel_for.h"
 #include "tensor/half.h"
 #include "tensor/kquant_blocks.h"
 
@@ -32,18 +33,16 @@ bool Q8_0GemmEnabled() {
 // x [M, K] -> q [M, k_padded] (zero padded) and scale [M], rows in parallel when there are
 // enough of them to pay for waking the other threads (not a 5-row verification step).
 void QuantizeRowsInt8(const float* x, int64_t num_rows, int64_t k, int64_t k_padded, int8_t* q, float* scale) {
-#pragma omp parallel for schedule(static) if (num_rows * k > 65536)
-  for (int64_t m = 0; m < num_rows; ++m) {
+  ParallelFor(num_rows, num_rows * k > 65536, [&](int64_t m) {
     scale[m] = QuantizeRowInt8(x + m * k, k, q + m * k_padded);
     std::memset(q + m * k_padded + k, 0, static_cast<size_t>(k_padded - k));
-  }
+  });
 }
 
 // dots [M, N] int32 (in y's memory) -> y = dot * s_x[m] * s_w[n] + bias[n].
 void ScaleDots(const W8A8Weight& w, const float* x_scale, int64_t num_rows, const float* bias, float* y) {
   const int64_t n_out = w.n;
-#pragma omp parallel for schedule(static) if (num_rows * n_out > 65536)
-  for (int64_t m = 0; m < num_rows; ++m) {
+  ParallelFor(num_rows, num_rows * n_out > 65536, [&](int64_t m) {
     float* row = y + m * n_out;
     const float sx = x_scale[m];
     for (int64_t n = 0; n < n_out; ++n) {
@@ -51,7 +50,7 @@ void ScaleDots(const W8A8Weight& w, const float* x_scale, int64_t num_rows, cons
       std::memcpy(&dot, row + n, sizeof(dot));
       row[n] = static_cast<float>(dot) * (sx * w.scale[static_cast<size_t>(n)]) + (bias ? bias[n] : 0.0f);
     }
-  }
+  });
 }
 
 }  // namespace
@@ -142,11 +141,10 @@ void RunQ8_0(const TensorView& weight, const float* x, int64_t num_rows, const f
   // worker's own (empty) vectors.
   BlockQ8_0* xq_data = xq.data();
   float* xd_data = x_d.data();
-#pragma omp parallel for schedule(static) if (num_rows * k > 65536)  // as QuantizeRowsInt8
-  for (int64_t m = 0; m < num_rows; ++m) {
+  ParallelFor(num_rows, num_rows * k > 65536, [&](int64_t m) {  // as QuantizeRowsInt8
     QuantizeRowQ8_0(x + m * k, k, xq_data + m * nb);
     for (int64_t b = 0; b < nb; ++b) xd_data[m * nb + b] = F16ToF32(xq_data[m * nb + b].d);
-  }
+  });
   Q8_0GemvArgs a{.x = xq_data, .x_d = xd_data, .num_rows = num_rows, .k = k,
                  .w = w, .n = weight.dim(0), .bias = bias, .y = y};
   if (choice.avx512) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/parallel_for.h"
+
 namespace pagellm {
 
 void SplitQueryGate(const float* qg, int64_t num_tokens, int64_t num_heads, int64_t head_dim, float* q,
@@ -15,15 +17,14 @@ void SplitQueryGate(const float* qg, int64_t num_tokens, int64_t num_heads, int6
 }
 
 void ZeroCenteredRmsNorm(const float* x, const float* w, int64_t rows, int64_t dim, float eps, float* y) {
-#pragma omp parallel for schedule(static) if (rows * dim > 65536)
-  for (int64_t r = 0; r < rows; ++r) {
+  ParallelFor(rows, rows * dim > 65536, [&](int64_t r) {
     const float* xr = x + r * dim;
     float* yr = y + r * dim;
     float sum = 0.0f;
     for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
     const float inv_rms = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
     for (int64_t i = 0; i < dim; ++i) yr[i] = (xr[i] * inv_rms) * (1.0f + w[i]);
-  }
+  });
 }
 
 void FoldZeroCenteredWeight(const float* w, int64_t dim, float* out) {
@@ -31,8 +32,7 @@ void FoldZeroCenteredWeight(const float* w, int64_t dim, float* out) {
 }
 
 void ApplySigmoidGate(const float* gate, int64_t n, float* x) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+  ParallelFor(n, n > 65536, [&](int64_t i) { x[i] *= 1.0f / (1.0f + std::exp(-gate[i])); });
 }
 
 }  // namespace pagellm

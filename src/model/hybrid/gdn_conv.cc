@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/parallel_for.h"
 #include "common/status.h"
 
 namespace pagellm {
@@ -34,15 +35,14 @@ void GdnCausalConvSilu(const GdnDims& dims, const float* x, int64_t num_tokens, 
   const int64_t kernel = dims.conv_kernel, conv_dim = dims.conv_dim(), hist = kernel - 1;
   PAGELLM_CHECK(kernel >= 1 && kernel <= 8);
   PAGELLM_CHECK(out != x);
-#pragma omp parallel for schedule(static) if (num_tokens * conv_dim > 65536)
-  for (int64_t t = 0; t < num_tokens; ++t) {
+  ParallelFor(num_tokens, num_tokens * conv_dim > 65536, [&](int64_t t) {
     const float* taps[8];
     for (int64_t i = 0; i < kernel; ++i) {
       const int64_t s = t - hist + i;
       taps[i] = s >= 0 ? x + s * conv_dim : conv_state + (hist + s) * conv_dim;
     }
     ConvRow(taps, weight, kernel, conv_dim, out + t * conv_dim);
-  }
+  });
   // New state row j holds input time T - hist + j. For T < hist the old rows shift down;
   // ascending j reads old row j + T >= j, so the in-place shift is safe.
   const size_t row_bytes = static_cast<size_t>(conv_dim) * sizeof(float);

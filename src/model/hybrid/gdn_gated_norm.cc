@@ -2,13 +2,14 @@
 
 #include <cmath>
 
+#include "common/parallel_for.h"
+
 namespace pagellm {
 
 void GdnGatedRmsNorm(const GdnDims& dims, int64_t num_tokens, const float* o, const float* z,
                      const float* weight, float eps, float* y) {
   const int64_t dv = dims.v_head_dim, rows = num_tokens * dims.num_v_heads;
-#pragma omp parallel for schedule(static) if (rows * dv > 65536)
-  for (int64_t r = 0; r < rows; ++r) {
+  ParallelFor(rows, rows * dv > 65536, [&](int64_t r) {
     const float* x = o + r * dv;
     const float* zr = z + r * dv;
     float* yr = y + r * dv;
@@ -19,7 +20,7 @@ void GdnGatedRmsNorm(const GdnDims& dims, int64_t num_tokens, const float* o, co
       const float silu_z = zr[i] / (1.0f + std::exp(-zr[i]));
       yr[i] = weight[i] * (x[i] * inv_rms) * silu_z;
     }
-  }
+  });
 }
 
 }  // namespace pagellm

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "common/parallel_for.h"
+
 namespace pagellm {
 namespace {
 
@@ -20,11 +22,10 @@ inline float Softplus(float u) { return u > 20.0f ? u : std::log1p(std::exp(u));
 void GdnNormalizeQk(const GdnDims& dims, int64_t num_tokens, float* conv_out) {
   const int64_t nk = dims.num_k_heads, dk = dims.k_head_dim, conv_dim = dims.conv_dim();
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-#pragma omp parallel for schedule(static) if (num_tokens > 16)
-  for (int64_t t = 0; t < num_tokens; ++t) {
+  ParallelFor(num_tokens, num_tokens > 16, [&](int64_t t) {
     float* row = conv_out + t * conv_dim;
     for (int64_t h = 0; h < 2 * nk; ++h) L2NormalizeInPlace(row + h * dk, dk, h < nk ? q_scale : 1.0f);
-  }
+  });
 }
 
 void GdnComputeGates(const GdnDims& dims, int64_t num_tokens, const float* b, const float* a,
