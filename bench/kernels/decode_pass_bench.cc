@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
               layers, bytes / 1e6, passes);
   std::printf("  separate (7 calls/layer): %.3f ms, %.1f GB/s\n", ms * 1e3, bytes / ms / 1e9);
   if (!can_stack) {
-    std::printf("  stacked: not for %s (the backend stacks k-quant weights only)\n", DTypeName(dtype).data());
+    std::printf("  stacked: not for %s (the backend stacks k-quant and repacked Q8_0 weights)\n", DTypeName(dtype).data());
     return 0;
   }
   const double mf = tf[tf.size() / 2];

@@ -283,13 +283,16 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareLinear(const TensorVi
 StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::span<const TensorView> weights,
                                                                          std::span<const TensorView> biases,
                                                                          const LinearOptions& options) {
-  (void)options;  // k-quant weights keep their format, as in PrepareLinear
+  (void)options;  // k-quant and Q8_0 weights keep their format, as in PrepareLinear
   // Stacked: k-quant parts of one type and width (not Q4_Z, whose (d, z) groups are found
-  // over one array), each but the last whole strips, no act-order, biases all or none.
+  // over one array), or Q8_0 parts when Q8_0 is repacked; each but the last whole strips
+  // (16 rows for both layouts), no act-order, biases all or none.
+  static_assert(kKQuantPackRows == kQ8_0PackRows);
   const auto none = [] { return std::unique_ptr<LinearWeight>(); };
   if (!options_.stack_linears || weights.size() < 2 || biases.size() != weights.size()) return none();
   const DType dtype = weights[0].dtype;
-  if (!IsPackedQuant(dtype) || dtype == DType::kQ4_Z || weights[0].shape.size() != 2) return none();
+  const bool q8_0 = dtype == DType::kQ8_0 && options_.repack_q8_0;
+  if (!(q8_0 || (IsPackedQuant(dtype) && dtype != DType::kQ4_Z)) || weights[0].shape.size() != 2) return none();
   const int64_t k = weights[0].dim(1);
   const bool with_bias = !biases[0].empty();
   int64_t n = 0;
@@ -305,8 +308,10 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::sp
   stacked.shape = {n, k};
   auto prepared = std::make_unique<CpuLinearWeight>(this, stacked);
   std::vector<const void*> parts;
+  std::vector<const BlockQ8_0*> q8_0_parts;
   for (size_t i = 0; i < weights.size(); ++i) {
     parts.push_back(weights[i].data);
+    q8_0_parts.push_back(static_cast<const BlockQ8_0*>(weights[i].data));
     prepared->part_rows.push_back(weights[i].dim(0));
     if (with_bias) {
       const size_t at = prepared->bias.size();
@@ -314,8 +319,12 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::sp
       LoadRow(biases[i].data, biases[i].dtype, biases[i].numel(), prepared->bias.data() + at);
     }
   }
-  prepared->kquant = KQuantPackedWeight::PackStacked(dtype, parts, prepared->part_rows, k);
-  if (prepared->kquant == nullptr) {
+  if (q8_0) {
+    prepared->q8_0 = Q8_0PackedWeight::PackStacked(q8_0_parts, prepared->part_rows, k);
+  } else {
+    prepared->kquant = KQuantPackedWeight::PackStacked(dtype, parts, prepared->part_rows, k);
+  }
+  if (prepared->kquant == nullptr && prepared->q8_0 == nullptr) {
     return ResourceExhaustedError(fmt::format("stacked linear {}: cannot allocate the rearranged {} copy",
                                               ShapeToString(stacked.shape), DTypeName(dtype)));
   }
@@ -332,12 +341,14 @@ void CpuBackend::LinearStacked(const LinearWeight& weight, const float* x, int64
                                std::span<float* const> ys) {
   PAGELLM_CHECK(weight.backend() == this);
   const auto& w = static_cast<const CpuLinearWeight&>(weight);
-  PAGELLM_CHECK(w.kquant != nullptr && ys.size() == w.part_rows.size());
-  KQuantOutput outs[8];
+  PAGELLM_CHECK((w.kquant != nullptr || w.q8_0 != nullptr) && ys.size() == w.part_rows.size());
+  LinearOutput outs[8];
   PAGELLM_CHECK(ys.size() <= std::size(outs));
   for (size_t i = 0; i < ys.size(); ++i) outs[i] = {ys[i], w.part_rows[i]};
-  RunKQuantPackedParts(*w.kquant, x, num_rows, w.bias.empty() ? nullptr : w.bias.data(),
-                       std::span<const KQuantOutput>(outs, ys.size()), int8_avx512_);
+  const float* bias = w.bias.empty() ? nullptr : w.bias.data();
+  const std::span<const LinearOutput> parts(outs, ys.size());
+  if (w.q8_0 != nullptr) return RunQ8_0PackedParts(*w.q8_0, x, num_rows, bias, parts, int8_avx512_);
+  RunKQuantPackedParts(*w.kquant, x, num_rows, bias, parts, int8_avx512_);
 }
 
 std::vector<std::span<const std::byte>> CpuBackend::TakeCopiedSources() {

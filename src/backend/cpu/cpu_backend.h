@@ -71,8 +71,9 @@ struct CpuBackendOptions {
   // construction, runs every M and no AMX copy is made, the numerics of a machine without
   // AMX. false (PAGELLM_BATCH_INVARIANT=0): AMX for M > 4.
   bool batch_invariant = BatchInvariantDefault();
-  // PrepareStackedLinear stacks k-quant weights that read the same input (one call, one
-  // fork for q|k|v and gate|up); false: it declines, and they run one by one.
+  // PrepareStackedLinear stacks k-quant (and repacked Q8_0) weights that read the same
+  // input (one call, one fork for q|k|v and gate|up); false: it declines, and they run one
+  // by one.
   bool stack_linears = StackLinearsDefault();
 };
 

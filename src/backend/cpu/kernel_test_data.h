@@ -1,5 +1,6 @@
-// Shared by the CPU kernel tests (int8_gemm_test, q8_0_packed_test, bf16_packed_test):
-// seeded normal floats, their llama.cpp q8_0 blocks, and a bit-for-bit comparison.
+// Shared by the CPU kernel tests (int8_gemm_test, q8_0_packed_test, bf16_packed_test,
+// kquant_packed_test): seeded normal floats, their llama.cpp q8_0 blocks, a bit-for-bit
+// comparison, and a stacked linear checked against its parts.
 //
 //   std::vector<float> w = RandomFloats(n * k, /*seed=*/7, /*scale=*/0.1f);
 //   std::vector<BlockQ8_0> blocks = QuantizeWeights(w, n, k);
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/int8_quant.h"
 
 namespace pagellm::testing {
@@ -42,6 +44,33 @@ inline void ExpectBitEqual(const std::vector<float>& got, const std::vector<floa
     if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
       ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
       ++bad;
+    }
+  }
+}
+
+// `stacked` (be.PrepareStackedLinear of weights [n_i, k], with biases, or empty views for
+// none) against each part prepared alone, at GEMV and GEMM row counts (M = 1, 3, 7, 33):
+// every part's columns bit for bit, and nothing written past a part's output.
+inline void ExpectStackedEqualsParts(CpuBackend& be, const LinearWeight& stacked, const std::vector<TensorView>& weights,
+                                     const std::vector<TensorView>& biases, int64_t k, uint32_t seed,
+                                     const std::string& what) {
+  for (int64_t m : {1, 3, 7, 33}) {
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), seed++, 1.0f);
+    std::vector<std::vector<float>> got(weights.size());
+    std::vector<float*> ys;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      got[i].assign(static_cast<size_t>(m * weights[i].dim(0) + 16), -7.25f);
+      ys.push_back(got[i].data());
+    }
+    be.LinearStacked(stacked, x.data(), m, ys);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      auto alone = be.PrepareLinear(weights[i], biases[i]);
+      ASSERT_TRUE(alone.ok());
+      std::vector<float> want(static_cast<size_t>(m * weights[i].dim(0)));
+      be.Linear(**alone, x.data(), m, want.data());
+      for (size_t j = want.size(); j < got[i].size(); ++j) ASSERT_EQ(got[i][j], -7.25f) << "write past part " << i;
+      got[i].resize(want.size());
+      ExpectBitEqual(got[i], want, what + " part " + std::to_string(i) + " m " + std::to_string(m));
     }
   }
 }

@@ -284,12 +284,12 @@ std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::PackStacked(DType dtype,
 
 void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
                      bool avx512) {
-  const KQuantOutput out[] = {{y, w.n}};
+  const LinearOutput out[] = {{y, w.n}};
   RunKQuantPackedParts(w, x, num_rows, bias, out, avx512);
 }
 
 void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias,
-                          std::span<const KQuantOutput> outs, bool avx512) {
+                          std::span<const LinearOutput> outs, bool avx512) {
   const auto strips = avx512 ? kquant_packed::StripsAvx512 : kquant_packed::StripsAvx2;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;
@@ -300,24 +300,10 @@ void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t n
   int8_t* acts_q = q.data();
   float* acts_d = d.data();
   int32_t* acts_aux = aux.data();
-  // Work items of up to kStripsPerItem strips, none across two outputs: (output, strips).
-  struct Item {
-    int32_t out;
-    int64_t col0, s_begin, s_end;  // the output's first column of w
-  };
-  thread_local std::vector<Item> items;
-  items.clear();
-  int64_t col0 = 0;
-  for (size_t o = 0; o < outs.size(); ++o) {
-    const int64_t s_end = (col0 + outs[o].n + kKQuantPackRows - 1) / kKQuantPackRows;
-    PAGELLM_CHECK(col0 % kKQuantPackRows == 0);  // every output but the last is whole strips
-    for (int64_t s = col0 / kKQuantPackRows; s < s_end; s += kStripsPerItem) {
-      items.push_back({static_cast<int32_t>(o), col0, s, std::min(s_end, s + kStripsPerItem)});
-    }
-    col0 += outs[o].n;
-  }
-  PAGELLM_CHECK(col0 == w.n);
-  const Item* item = items.data();
+  // Work items of up to kStripsPerItem strips, none across two outputs.
+  thread_local std::vector<PartItem> items;
+  SplitIntoItems(outs, kKQuantPackRows, kStripsPerItem, w.n, &items);
+  const PartItem* item = items.data();
   const int64_t num_items = static_cast<int64_t>(items.size());
   const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
   // As RunQ8_0Packed: the GEMM quantizes its rows inside the one parallel region.
@@ -332,7 +318,7 @@ void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t n
     // futex system call (~1.5 us on the 2-core VM of the benchmarks), waiter or not.
 #pragma omp for schedule(dynamic, grain) nowait
     for (int64_t i = 0; i < num_items; ++i) {
-      const KQuantOutput& out = outs[static_cast<size_t>(item[i].out)];
+      const LinearOutput& out = outs[static_cast<size_t>(item[i].out)];
       const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux, .num_rows = num_rows, .k = w.k, .nsb = w.nsb,
                             .ldy = out.n, .col0 = item[i].col0};
       strips(acts, w, item[i].s_begin, item[i].s_end, bias, out.y);

@@ -46,6 +46,7 @@
 #include <memory>
 #include <span>
 
+#include "backend/cpu/linear_output.h"
 #include "tensor/dtype.h"
 
 namespace pagellm {
@@ -97,15 +98,10 @@ struct KQuantPackedWeight {
 void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
                      bool avx512);
 
-// One output of a stacked weight: the next n of its rows give y [M, n].
-struct KQuantOutput {
-  float* y = nullptr;
-  int64_t n = 0;
-};
 // The same product with the columns split over `outs` in order (the n sum to w.n; each but
 // the last a multiple of 16, so no strip spans two): one call, one fork, for q|k|v or
 // gate|up. Bit for bit the columns RunKQuantPacked gives. bias [w.n] or null.
 void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias,
-                          std::span<const KQuantOutput> outs, bool avx512);
+                          std::span<const LinearOutput> outs, bool avx512);
 
 }  // namespace pagellm

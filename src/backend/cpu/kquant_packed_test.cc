@@ -29,6 +29,7 @@ namespace pagellm {
 namespace {
 
 using testing::ExpectBitEqual;
+using testing::ExpectStackedEqualsParts;
 using testing::RandomFloats;
 
 // n rows of k / 256 random blocks of `dtype`: random bytes, fp16 scales (and Q4_K / Q5_K mins,
@@ -303,25 +304,8 @@ TEST_P(KQuantPacked, StackedLinearEqualsItsPartsBitForBit) {
       return;
     }
     ASSERT_NE(*stacked, nullptr);
-    for (int64_t m : {1, 3, 7, 33}) {
-      const std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), seed++, 1.0f);
-      std::vector<std::vector<float>> got(rows.size());
-      std::vector<float*> ys;
-      for (size_t i = 0; i < rows.size(); ++i) {
-        got[i].assign(static_cast<size_t>(m * rows[i] + 16), -7.25f);
-        ys.push_back(got[i].data());
-      }
-      be.LinearStacked(**stacked, x.data(), m, ys);
-      for (size_t i = 0; i < rows.size(); ++i) {
-        auto alone = be.PrepareLinear(weights[i], with_bias ? biases[i] : TensorView{});
-        ASSERT_TRUE(alone.ok());
-        std::vector<float> want(static_cast<size_t>(m * rows[i]));
-        be.Linear(**alone, x.data(), m, want.data());
-        for (size_t j = want.size(); j < got[i].size(); ++j) ASSERT_EQ(got[i][j], -7.25f) << "write past part " << i;
-        got[i].resize(want.size());
-        ExpectBitEqual(got[i], want, "part " + std::to_string(i) + " m " + std::to_string(m) + (with_bias ? " bias" : ""));
-      }
-    }
+    ExpectStackedEqualsParts(be, **stacked, weights, with_bias ? biases : no_biases, k, seed++,
+                             with_bias ? "bias" : "no bias");
   }
   // Not stackable: a middle part of 40 rows (a strip would span two outputs), mixed types.
   const TensorView uneven[] = {weights[2], weights[0]};

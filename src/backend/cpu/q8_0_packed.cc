@@ -8,6 +8,7 @@
 
 #include "backend/cpu/int8_gemm_kernels.h"
 #include "backend/cpu/q8_0_packed_kernels.h"
+#include "common/status.h"
 
 namespace pagellm {
 namespace {
@@ -29,8 +30,9 @@ T* AlignedArray(int64_t count) {
   return static_cast<T*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64)));
 }
 
-// Strip s of w into the packed arrays (see the layout in q8_0_packed.h).
-void PackStrip(const BlockQ8_0* w, int64_t n, int64_t nb, int64_t s, uint8_t* qs, uint16_t* d) {
+// Strip s into the packed arrays (see the layout in q8_0_packed.h); rows[r]: row r's blocks.
+void PackStrip(std::span<const BlockQ8_0* const> rows, int64_t nb, int64_t s, uint8_t* qs, uint16_t* d) {
+  const int64_t n = static_cast<int64_t>(rows.size());
   const int64_t n0 = s * kQ8_0PackRows, valid = std::min(kQ8_0PackRows, n - n0);
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* q_out = qs + b * kQ8_0PackQsBytes;
@@ -41,7 +43,7 @@ void PackStrip(const BlockQ8_0* w, int64_t n, int64_t nb, int64_t s, uint8_t* qs
         d_out[r] = 0;
         continue;
       }
-      const BlockQ8_0& blk = w[(n0 + r) * nb + b];
+      const BlockQ8_0& blk = rows[static_cast<size_t>(n0 + r)][b];
       for (int g = 0; g < 8; ++g) {
         uint32_t v;
         std::memcpy(&v, blk.qs + 4 * g, 4);
@@ -72,6 +74,19 @@ void QuantizeActs(const float* x, int64_t k, int64_t m_begin, int64_t m_end, int
 }  // namespace
 
 std::unique_ptr<Q8_0PackedWeight> Q8_0PackedWeight::Pack(const BlockQ8_0* w, int64_t n, int64_t k) {
+  const BlockQ8_0* const parts[] = {w};
+  const int64_t part_rows[] = {n};
+  return PackStacked(parts, part_rows, k);
+}
+
+std::unique_ptr<Q8_0PackedWeight> Q8_0PackedWeight::PackStacked(std::span<const BlockQ8_0* const> parts,
+                                                                std::span<const int64_t> part_rows, int64_t k) {
+  PAGELLM_CHECK(parts.size() == part_rows.size() && k % kQ8_0BlockElements == 0);
+  std::vector<const BlockQ8_0*> rows;  // each row's first block, part after part
+  for (size_t i = 0; i < parts.size(); ++i) {
+    for (int64_t r = 0; r < part_rows[i]; ++r) rows.push_back(parts[i] + r * (k / kQ8_0BlockElements));
+  }
+  const int64_t n = static_cast<int64_t>(rows.size());
   auto p = std::make_unique<Q8_0PackedWeight>();
   p->n = n;
   p->k = k;
@@ -85,13 +100,19 @@ std::unique_ptr<Q8_0PackedWeight> Q8_0PackedWeight::Pack(const BlockQ8_0* w, int
   const int64_t nb = p->nb;
 #pragma omp parallel for schedule(static)
   for (int64_t s = 0; s < p->num_strips; ++s) {
-    PackStrip(w, n, nb, s, qs + s * nb * kQ8_0PackQsBytes, d + s * nb * kQ8_0PackRows);
+    PackStrip(rows, nb, s, qs + s * nb * kQ8_0PackQsBytes, d + s * nb * kQ8_0PackRows);
   }
   return p;
 }
 
 void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
                    bool avx512) {
+  const LinearOutput out[] = {{y, w.n}};
+  RunQ8_0PackedParts(w, x, num_rows, bias, out, avx512);
+}
+
+void RunQ8_0PackedParts(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, const float* bias,
+                        std::span<const LinearOutput> outs, bool avx512) {
   const auto strips = avx512 ? q8_0_packed::StripsAvx512 : q8_0_packed::StripsAvx2;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;
@@ -103,14 +124,16 @@ void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, 
   int8_t* acts_q = q.data();
   float* acts_d = d.data();
   int32_t* acts_corr = corr.data();
-  const PackedActs acts{.q = acts_q, .d = acts_d, .corr = acts_corr, .num_rows = num_rows, .k = w.k,
-                        .nb = w.nb};
   // AVX-512 GEMM items shrink toward 4 strips when there are fewer than 2 items per
   // thread. AVX2 runs all rows over its whole item, so it keeps the 4-strip panel.
   const int64_t gemm_item =
       std::clamp<int64_t>(w.num_strips / (2 * omp_get_max_threads()) / 4 * 4, kStripsPerItem, kGemmStripsPerItem);
   const int64_t per_item = num_rows <= 4 || !avx512 ? kStripsPerItem : gemm_item;
-  const int64_t num_items = (w.num_strips + per_item - 1) / per_item;
+  // Work items of up to per_item strips, none across two outputs.
+  thread_local std::vector<PartItem> items;
+  SplitIntoItems(outs, kQ8_0PackRows, per_item, w.n, &items);
+  const PartItem* item = items.data();
+  const int64_t num_items = static_cast<int64_t>(items.size());
   // Dynamic: a thread whose core is taken by another process takes fewer items instead
   // of holding up the barrier. The GEMV groups items (~64 per call) to keep the overhead
   // low at 151936 rows; the GEMM's items are long enough on their own.
@@ -129,7 +152,10 @@ void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, 
     // futex system call (~1.5 us on the 2-core VM of the benchmarks), waiter or not.
 #pragma omp for schedule(dynamic, grain) nowait
     for (int64_t i = 0; i < num_items; ++i) {
-      strips(acts, w, i * per_item, std::min(w.num_strips, (i + 1) * per_item), bias, y);
+      const LinearOutput& out = outs[static_cast<size_t>(item[i].out)];
+      const PackedActs acts{.q = acts_q, .d = acts_d, .corr = acts_corr, .num_rows = num_rows, .k = w.k,
+                            .nb = w.nb, .ldy = out.n, .col0 = item[i].col0};
+      strips(acts, w, item[i].s_begin, item[i].s_end, bias, out.y);
     }
   }
 }

@@ -24,7 +24,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <span>
 
+#include "backend/cpu/linear_output.h"
 #include "backend/int8_quant.h"
 
 namespace pagellm {
@@ -46,10 +48,19 @@ struct Q8_0PackedWeight {
   // w: block_q8_0 [n, k / 32]; k % 32 == 0. Strips are packed in parallel (OpenMP).
   // Null when the arrays cannot be allocated.
   static std::unique_ptr<Q8_0PackedWeight> Pack(const BlockQ8_0* w, int64_t n, int64_t k);
+  // Pack of several weights' rows stacked (q|k|v, gate|up): parts[i] holds part_rows[i]
+  // rows of k / 32 blocks. The same strips as Pack of their concatenation.
+  static std::unique_ptr<Q8_0PackedWeight> PackStacked(std::span<const BlockQ8_0* const> parts,
+                                                       std::span<const int64_t> part_rows, int64_t k);
 };
 
 // y [M, N] = x [M, K] · W^T (+ bias [N], or null). avx512 needs CpuSupportsAvx512Vnni().
 void RunQ8_0Packed(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
                    bool avx512);
+// The same product with the columns split over `outs` in order (the n sum to w.n; each but
+// the last a multiple of 16, so no strip spans two): one call, one fork, for q|k|v or
+// gate|up. Bit for bit the columns RunQ8_0Packed gives. bias [w.n] or null.
+void RunQ8_0PackedParts(const Q8_0PackedWeight& w, const float* x, int64_t num_rows, const float* bias,
+                        std::span<const LinearOutput> outs, bool avx512);
 
 }  // namespace pagellm

@@ -77,7 +77,8 @@ void Tile(const PackedActs& x, const Q8_0PackedWeight& w, int64_t m0, int64_t s0
     for (int m = 0; m < MR; ++m) {
       float out[8];
       _mm256_storeu_ps(out, acc[m][h]);
-      for (int64_t r = 0; r < valid; ++r) y[(m0 + m) * w.n + col + r] = out[r] + (bias ? bias[col + r] : 0.0f);
+      float* y_row = y + (m0 + m) * x.ldy + (col - x.col0);
+      for (int64_t r = 0; r < valid; ++r) y_row[r] = out[r] + (bias ? bias[col + r] : 0.0f);
     }
   }
 }

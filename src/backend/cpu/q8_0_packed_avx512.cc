@@ -92,7 +92,7 @@ void Tile(const PackedActs& x, const Q8_0PackedWeight& w, int64_t m0, int64_t s0
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
     const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias + col) : _mm512_setzero_ps();
     #pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m) _mm512_mask_storeu_ps(y + (m0 + m) * w.n + col, mask, _mm512_add_ps(acc[m][j], bv));
+    for (int m = 0; m < MR; ++m) _mm512_mask_storeu_ps(y + (m0 + m) * x.ldy + (col - x.col0), mask, _mm512_add_ps(acc[m][j], bv));
   }
 }
 

@@ -16,9 +16,11 @@ struct PackedActs {
   const float* d = nullptr;        // [num_rows, nb] fp16 block scales, widened
   const int32_t* corr = nullptr;   // [num_rows, nb] -128 * sum of the block's 32 values
   int64_t num_rows = 0, k = 0, nb = 0;
+  int64_t ldy = 0;   // y's row stride: the n of the output the strips write
+  int64_t col0 = 0;  // w's column that is y's column 0 (a stacked weight's part)
 };
 
-// y[:, 16 * s_begin .. min(n, 16 * s_end)) for every activation row (y has w.n columns).
+// y[:, 16 * s_begin - col0 .. min(n, 16 * s_end) - col0) for every activation row.
 void StripsAvx512(const PackedActs& x, const Q8_0PackedWeight& w, int64_t s_begin, int64_t s_end,
                   const float* bias, float* y);
 // Rows [m_begin, m_end) of x [M, K] -> q8_0 values, widened scales and -128 * block sums,

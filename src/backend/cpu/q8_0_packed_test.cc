@@ -26,6 +26,7 @@ namespace pagellm {
 namespace {
 
 using testing::ExpectBitEqual;
+using testing::ExpectStackedEqualsParts;
 using testing::QuantizeWeights;
 using testing::RandomFloats;
 
@@ -219,6 +220,48 @@ TEST(Q8_0Packed, CpuBackendLinearUsesPackedWeights) {
   }
   lw->reset();
   EXPECT_EQ(cpu.prepared_weight_bytes(), before);
+}
+
+// CpuBackend's stacked Q8_0 linear (q|k|v, gate|up in one call) writes each part's columns
+// into its own output, bit for bit what each part prepared alone gives, at GEMV and GEMM row
+// counts (GEMM items of up to 8 strips stop at a part's end), with and without biases;
+// nothing is written past an output. A middle part that is not whole strips gives null, and
+// so does Q8_0 read in place (repack_q8_0 false).
+TEST(Q8_0Packed, StackedLinearEqualsItsPartsBitForBit) {
+  const int64_t k = 256;
+  const std::vector<int64_t> rows = {512, 32, 40};  // the last need not be whole strips
+  std::vector<std::vector<BlockQ8_0>> blocks;
+  std::vector<std::vector<float>> bias_values;
+  std::vector<TensorView> weights, biases;
+  uint32_t seed = 131;
+  for (int64_t n : rows) {
+    blocks.push_back(RandomWeights(n, k, seed++));
+    bias_values.push_back(RandomFloats(static_cast<size_t>(n), seed++, 0.5f));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    weights.push_back(TensorView{blocks[i].data(), DType::kQ8_0, {rows[i], k}});
+    biases.push_back(TensorView{bias_values[i].data(), DType::kF32, {rows[i]}});
+  }
+  CpuBackend be;
+  const std::vector<TensorView> no_biases(rows.size());
+  for (bool with_bias : {false, true}) {
+    auto stacked = be.PrepareStackedLinear(weights, with_bias ? biases : no_biases);
+    ASSERT_TRUE(stacked.ok()) << stacked.status().ToString();
+    ASSERT_NE(*stacked, nullptr);
+    ExpectStackedEqualsParts(be, **stacked, weights, with_bias ? biases : no_biases, k, seed++,
+                             with_bias ? "bias" : "no bias");
+  }
+  const TensorView uneven[] = {weights[2], weights[0]};
+  const TensorView two_biases[2] = {};
+  auto refused = be.PrepareStackedLinear(uneven, two_biases);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(*refused, nullptr);
+  CpuBackendOptions in_place;
+  in_place.repack_q8_0 = false;
+  CpuBackend be_in_place(in_place);
+  auto not_packed = be_in_place.PrepareStackedLinear(std::span<const TensorView>(weights.data(), 2), two_biases);
+  ASSERT_TRUE(not_packed.ok());
+  EXPECT_EQ(*not_packed, nullptr);
 }
 
 }  // namespace
