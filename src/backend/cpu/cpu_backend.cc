@@ -308,10 +308,8 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::sp
   stacked.shape = {n, k};
   auto prepared = std::make_unique<CpuLinearWeight>(this, stacked);
   std::vector<const void*> parts;
-  std::vector<const BlockQ8_0*> q8_0_parts;
   for (size_t i = 0; i < weights.size(); ++i) {
     parts.push_back(weights[i].data);
-    q8_0_parts.push_back(static_cast<const BlockQ8_0*>(weights[i].data));
     prepared->part_rows.push_back(weights[i].dim(0));
     if (with_bias) {
       const size_t at = prepared->bias.size();
@@ -320,7 +318,7 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::sp
     }
   }
   if (q8_0) {
-    prepared->q8_0 = Q8_0PackedWeight::PackStacked(q8_0_parts, prepared->part_rows, k);
+    prepared->q8_0 = Q8_0PackedWeight::PackStacked(parts, prepared->part_rows, k);
   } else {
     prepared->kquant = KQuantPackedWeight::PackStacked(dtype, parts, prepared->part_rows, k);
   }

@@ -75,4 +75,24 @@ inline void ExpectStackedEqualsParts(CpuBackend& be, const LinearWeight& stacked
   }
 }
 
+// be stacks weights (the last of at least two not whole 16-row strips) without and with
+// biases, each as ExpectStackedEqualsParts checks; and refuses (null) the last part put
+// first, where a strip would span two outputs.
+inline void ExpectStacksAsItsParts(CpuBackend& be, const std::vector<TensorView>& weights,
+                                   const std::vector<TensorView>& biases, int64_t k, uint32_t seed) {
+  const std::vector<TensorView> no_biases(weights.size());
+  for (bool with_bias : {false, true}) {
+    auto stacked = be.PrepareStackedLinear(weights, with_bias ? biases : no_biases);
+    ASSERT_TRUE(stacked.ok()) << stacked.status().ToString();
+    ASSERT_NE(*stacked, nullptr);
+    ExpectStackedEqualsParts(be, **stacked, weights, with_bias ? biases : no_biases, k, seed++,
+                             with_bias ? "bias" : "no bias");
+  }
+  const TensorView uneven[] = {weights.back(), weights.front()};
+  const TensorView two_biases[2] = {};
+  auto refused = be.PrepareStackedLinear(uneven, two_biases);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(*refused, nullptr);
+}
+
 }  // namespace pagellm::testing

@@ -74,17 +74,18 @@ void QuantizeActs(const float* x, int64_t k, int64_t m_begin, int64_t m_end, int
 }  // namespace
 
 std::unique_ptr<Q8_0PackedWeight> Q8_0PackedWeight::Pack(const BlockQ8_0* w, int64_t n, int64_t k) {
-  const BlockQ8_0* const parts[] = {w};
+  const void* const parts[] = {w};
   const int64_t part_rows[] = {n};
   return PackStacked(parts, part_rows, k);
 }
 
-std::unique_ptr<Q8_0PackedWeight> Q8_0PackedWeight::PackStacked(std::span<const BlockQ8_0* const> parts,
+std::unique_ptr<Q8_0PackedWeight> Q8_0PackedWeight::PackStacked(std::span<const void* const> parts,
                                                                 std::span<const int64_t> part_rows, int64_t k) {
   PAGELLM_CHECK(parts.size() == part_rows.size() && k % kQ8_0BlockElements == 0);
   std::vector<const BlockQ8_0*> rows;  // each row's first block, part after part
   for (size_t i = 0; i < parts.size(); ++i) {
-    for (int64_t r = 0; r < part_rows[i]; ++r) rows.push_back(parts[i] + r * (k / kQ8_0BlockElements));
+    const auto* part = static_cast<const BlockQ8_0*>(parts[i]);
+    for (int64_t r = 0; r < part_rows[i]; ++r) rows.push_back(part + r * (k / kQ8_0BlockElements));
   }
   const int64_t n = static_cast<int64_t>(rows.size());
   auto p = std::make_unique<Q8_0PackedWeight>();

@@ -49,8 +49,8 @@ struct Q8_0PackedWeight {
   // Null when the arrays cannot be allocated.
   static std::unique_ptr<Q8_0PackedWeight> Pack(const BlockQ8_0* w, int64_t n, int64_t k);
   // Pack of several weights' rows stacked (q|k|v, gate|up): parts[i] holds part_rows[i]
-  // rows of k / 32 blocks. The same strips as Pack of their concatenation.
-  static std::unique_ptr<Q8_0PackedWeight> PackStacked(std::span<const BlockQ8_0* const> parts,
+  // rows of k / 32 block_q8_0. The same strips as Pack of their concatenation.
+  static std::unique_ptr<Q8_0PackedWeight> PackStacked(std::span<const void* const> parts,
                                                        std::span<const int64_t> part_rows, int64_t k);
 };
 
