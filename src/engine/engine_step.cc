@@ -108,10 +108,21 @@ bool EngineCore::EmitToken(const std::string& id, SampleState& st, SampleResult&
   st.times.last_token_s = now;
   bool grammar_done = AdvanceGrammar(st, token);
   StopResult r = st.stop.Update(token, st.detok.Push(token));
-  delta->text += r.text_to_emit;
+  st.unreleased_text += r.text_to_emit;
   if (grammar_done && !r.finished) {  // nothing but EOS could follow: end here
     r.finished = true;
     r.reason = FinishReason::kStop;
+  }
+  // A delta carries text only when it ends with nothing held back, so the text of a
+  // delta is final for every token in it: the router resumes a cut stream after the
+  // last delta that carried text (router/stream_resume.h). Text released by an earlier
+  // token of this delta waits too.
+  if (r.finished || (!st.detok.holds_back() && !st.stop.holds_back())) {
+    delta->text += st.unreleased_text;
+    st.unreleased_text.clear();
+  } else if (!delta->text.empty()) {
+    st.unreleased_text.insert(0, delta->text);
+    delta->text.clear();
   }
   if (!r.finished) return false;
   stopped_ids->push_back(id);

@@ -35,7 +35,10 @@ struct RequestOutput {
   std::string request_id;  // the id given to AddRequest
   int32_t index = 0;       // sample index for n > 1 (OpenAI `choices[i].index`)
   std::vector<int32_t> new_token_ids;
-  std::string text;        // new text (stop strings and held-back partial matches excluded)
+  // New text (stop strings excluded). Non-empty only when nothing of these tokens is
+  // held back (an incomplete UTF-8 character, a possible start of a stop string), so a
+  // delta with text is final for all its tokens; the text waits for the next delta.
+  std::string text;
   std::vector<TokenLogprob> logprobs;  // one per new token when logprobs were requested
   bool finished = false;
   std::string finish_reason;  // "stop", "length", "abort"; set when finished

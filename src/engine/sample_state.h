@@ -35,6 +35,10 @@ struct SampleState {
   int32_t num_cached_tokens = 0;
   int32_t num_output_tokens = 0;
   bool finished = false;
+  // Text the detokenizer and stop checker released while something of a later token
+  // was still held back: it goes out with the first delta that ends with nothing held
+  // (see EngineCore::EmitToken).
+  std::string unreleased_text;
   RequestTimes times;
   // Structured outputs: null when unconstrained. The matcher applies once
   // `grammar_active` (after params.structured_outputs->start_after_token, if any).

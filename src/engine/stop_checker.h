@@ -68,6 +68,8 @@ class StopChecker {
   // Whole output text so far (truncated at the stop string once finished),
   // including any part still held back from the stream.
   const std::string& output_text() const { return text_; }
+  // True while the tail of the text is held back as a possible start of a stop string.
+  bool holds_back() const { return num_emitted_bytes_ < text_.size(); }
 
  private:
   FinishReason CheckTokenStop(int32_t token_id, StopResult& result) const;

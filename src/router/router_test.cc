@@ -127,7 +127,7 @@ TEST(RequestKeyTest, ChatKeysOnEveryMessageAndCompletionOnPrompt) {
 }
 
 TEST(StreamResumeTest, ResumesFromTokenIdsAndRewritesChunks) {
-  OrderedJson body = OrderedJson::parse(R"({"model":"m","prompt":"hi","max_tokens":5,"stream":true,
+  OrderedJson body = OrderedJson::parse(R"({"model":"m","prompt":"hi","max_tokens":5,"min_tokens":3,"stream":true,
       "stream_options":{"include_usage":true}})");
   RequestKey key = ReadRequestKey(body, false);
   StreamResume r(body, false, key);
@@ -145,6 +145,7 @@ TEST(StreamResumeTest, ResumesFromTokenIdsAndRewritesChunks) {
   OrderedJson next = r.ResumeBody();
   EXPECT_EQ(next["prompt"], OrderedJson::parse("[1,2,10,11]"));
   EXPECT_EQ(next["max_tokens"], 3);
+  EXPECT_EQ(next["min_tokens"], 1);  // the two tokens so far count
   auto resumed = r.OnEvent(OrderedJson::parse(R"({"id":"c2","created":9,"choices":[{"index":0,"text":"C",
       "prompt_token_ids":[1,2,10,11],"token_ids":[12],"finish_reason":"length"}]})"));
   EXPECT_EQ((*resumed)["id"], "c1");

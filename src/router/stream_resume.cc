@@ -114,6 +114,9 @@ OrderedJson StreamResume::ResumeBody() const {
   body["prompt"] = prompt;
   body["n"] = 1;
   body["max_tokens"] = Remaining(c);
+  if (body.contains("min_tokens") && body["min_tokens"].is_number_integer()) {  // the tokens so far count
+    body["min_tokens"] = std::max<int64_t>(0, body["min_tokens"].get<int64_t>() - static_cast<int64_t>(c.generated.size()));
+  }
   body["stream"] = true;
   body["return_token_ids"] = true;
   return body;

@@ -16,9 +16,11 @@
 // and removes them from what the client sees unless the client asked for them. A
 // resume is a /v1/completions request for one unfinished choice (n = 1) whose prompt is
 // the prompt's ids plus that choice's ids so far and whose max_tokens is what is left,
-// so greedy decoding continues token-identically (re-tokenizing the text would not);
-// tokens whose text the worker held back (an incomplete UTF-8 character) are left out
-// of that prompt and generated again, their ids and logprobs not shown twice.
+// so greedy decoding continues token-identically (re-tokenizing the text would not).
+// A worker's chunk carries text only when nothing of its tokens is held back (an
+// incomplete UTF-8 character, a possible start of a stop string: engine/request_output.h),
+// so the tokens after the last chunk with text are left out of that prompt and
+// generated again, their ids and logprobs not shown twice; min_tokens counts on.
 // Its chunks are rewritten to the first attempt's id, created time and the choice's
 // index, chat-shaped for a chat request (logprobs too); completions text offsets
 // continue the choice's text; usage is the router's own count (prompt once, every
@@ -64,10 +66,9 @@ class StreamResume {
     bool finished = false;
     int64_t next_text_offset = 0;  // completions: code points of the text sent so far
     int64_t offset_base = 0;       // what the current resume's offsets count from
-    // Tokens whose text the client has seen: a token ending in an incomplete UTF-8
-    // character is held back by the worker's detokenizer until the next token, and
-    // the next worker would never emit it, so a resume starts after the last token of
-    // a chunk that carried text and produces the held-back ones again.
+    // Tokens whose text the client has seen whole: those up to the last chunk that
+    // carried text. Text held back for later tokens would never come from the next
+    // worker, so a resume starts there and produces the later tokens again.
     size_t settled = 0;
     int64_t settled_offset = 0;
     int64_t repeat = 0;  // tokens the current resume produces again: not shown twice

@@ -41,7 +41,7 @@ void GenerationJob::Seal(int32_t num_prompts) {
       size_t prompt = i / static_cast<size_t>(spec_.n);
       if (prompt < spec_.echo_texts.size()) {
         c.text = spec_.echo_texts[prompt];
-        c.text_offset = Utf8Length(c.text);
+        c.offsets.text = c.offsets.next_token = Utf8Length(c.text);
       }
     }
   }
@@ -92,7 +92,7 @@ void GenerationJob::OnDelta(int32_t prompt_idx, RequestOutput&& d) {
       if (spec_.logprobs && spec_.chat) {
         for (auto& e : ChatLogprobs(tok_, d.logprobs)) c.logprobs.push_back(std::move(e));
       } else if (spec_.logprobs) {
-        AppendCompletionLogprobs(tok_, d.logprobs, d.text, &c.text_offset, &c.logprobs);
+        AppendCompletionLogprobs(tok_, d.logprobs, d.text, &c.offsets, &c.logprobs);
       }
     }
   }
@@ -133,7 +133,7 @@ void GenerationJob::StreamDelta(int32_t choice_idx, const RequestOutput& d) {
   }
   if (spec_.logprobs) {
     lp = EmptyCompletionLogprobs();
-    AppendCompletionLogprobs(tok_, d.logprobs, d.text, &c.text_offset, &lp);
+    AppendCompletionLogprobs(tok_, d.logprobs, d.text, &c.offsets, &lp);
   }
   bool ids = spec_.stream.return_token_ids;
   if (text.empty() && !d.finished && d.logprobs.empty() && !(ids && (first || !d.new_token_ids.empty()))) return;

@@ -25,6 +25,7 @@
 #include "net/api_error.h"
 #include "net/http_server.h"
 #include "server/openai_request.h"
+#include "server/response_format.h"
 #include "server/response_parser.h"
 #include "server/server_metrics.h"
 
@@ -69,7 +70,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  private:
   struct Choice {
     std::string text;
-    int64_t text_offset = 0;  // characters so far (completion logprobs)
+    TextOffsets offsets;      // completion logprobs
     OrderedJson logprobs;     // chat: content array; completion: the 4 arrays
     std::string finish_reason;
     std::optional<std::variant<int32_t, std::string>> stop_reason;

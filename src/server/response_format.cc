@@ -44,11 +44,9 @@ OrderedJson EmptyCompletionLogprobs() {
 }
 
 void AppendCompletionLogprobs(const tokenizer::Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
-                              const std::string& delta_text, int64_t* offset, OrderedJson* lp) {
-  // Several tokens in one delta: each starts where its bytes' characters put it, never
-  // past the end of the text they produced together.
-  const int64_t end = *offset + Utf8Length(delta_text);
-  int64_t pos = *offset;
+                              const std::string& delta_text, TextOffsets* offsets, OrderedJson* lp) {
+  const int64_t end = offsets->text + Utf8Length(delta_text);
+  int64_t pos = offsets->next_token;
   for (const TokenLogprob& t : logprobs) {
     std::string text = TokenBytes(tok, t.token_id);
     (*lp)["text_offset"].push_back(std::min(pos, end));
@@ -61,7 +59,9 @@ void AppendCompletionLogprobs(const tokenizer::Tokenizer& tok, const std::vector
     if (!top.contains(text)) top[text] = FiniteLogprob(t.logprob);
     (*lp)["top_logprobs"].push_back(std::move(top));
   }
-  *offset = end;
+  offsets->text = end;
+  // Text received: the held-back characters are in it, the next token starts after it.
+  offsets->next_token = delta_text.empty() ? pos : end;
 }
 
 OrderedJson UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {

@@ -24,14 +24,23 @@ std::string TokenBytes(const tokenizer::Tokenizer& tok, int32_t id);
 // Chat shape: one {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]} per token.
 OrderedJson ChatLogprobs(const tokenizer::Tokenizer& tok, const std::vector<TokenLogprob>& logprobs);
 
+// Where a choice's completions logprobs stand: `text`, characters of text received so
+// far; `next_token`, where the next token's text starts (ahead of `text` while the text
+// of earlier tokens is held back: an engine delta carries text only once nothing of
+// its tokens is held back, see engine/request_output.h).
+struct TextOffsets {
+  int64_t text = 0;
+  int64_t next_token = 0;
+};
+
 // Completions shape accumulated into `lp` = {text_offset, token_logprobs, tokens,
-// top_logprobs}; `text_offset` continues from *offset (characters of text so far). As
-// in vLLM an offset is a position in the text the client receives: after the delta
-// *offset has moved by the characters of `delta_text`, the text these tokens produced
-// (a token holding part of a character adds none until the character is complete;
-// bytes that never form one arrive as U+FFFD, one character each).
+// top_logprobs}. As in vLLM an offset is a position in the text the client receives:
+// a token starts after the characters of the tokens before it, but never past the end
+// of the text received with its delta, `delta_text` (a token holding part of a
+// character adds none until the character is complete; bytes that never form one
+// arrive as U+FFFD, one character each).
 void AppendCompletionLogprobs(const tokenizer::Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
-                              const std::string& delta_text, int64_t* offset, OrderedJson* lp);
+                              const std::string& delta_text, TextOffsets* offsets, OrderedJson* lp);
 OrderedJson EmptyCompletionLogprobs();
 
 OrderedJson UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);

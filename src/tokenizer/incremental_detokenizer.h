@@ -26,6 +26,8 @@ class IncrementalDetokenizer {
   std::string Push(int32_t id);
   // Returns whatever is still held back (incomplete UTF-8 becomes U+FFFD).
   std::string Flush();
+  // True while bytes of the tokens pushed so far are held back (an incomplete character).
+  bool holds_back() const { return !pending_.empty(); }
 
  private:
   const Tokenizer& tokenizer_;

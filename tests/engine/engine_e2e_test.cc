@@ -10,11 +10,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <ostream>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "engine_test_util.h"
+#include "tokenizer/tokenizer.h"
 
 namespace pagellm {
 // Readable parameter in test names ("...f32", not "1-byte object <00>").
@@ -227,6 +230,62 @@ TEST_P(EngineE2eTest, RequestIdCanBeReusedOnceFinished) {
   EXPECT_EQ(second.outputs.at("a").finish_reason, "length");
   EXPECT_EQ(second.outputs.at("a").token_ids, first.outputs.at("a").token_ids);
   ExpectNoLeak(*core);
+}
+
+// A delta carries text only when nothing of its tokens is held back, so its text is
+// final for them (what lets the router resume a cut stream after the last delta with
+// text): sampling among the three bytes of U+4E2D and the letters of a stop string
+// splits characters and starts stop strings all the time.
+TEST_P(EngineE2eTest, DeltaTextIsFinalForAllItsTokens) {
+  auto core = Make(Config());
+  const tokenizer::Tokenizer& tok = core->tokenizer();
+  std::map<std::string, int32_t> ids;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    std::string bytes;
+    bool first = true;
+    tok.AppendTokenBytes(id, /*skip_special_tokens=*/true, &first, &bytes);
+    for (const char* want : {"\xe4", "\xb8", "\xad", "E", "N", "D", "x"}) {
+      if (bytes == want && !ids.count(want)) ids[want] = id;
+    }
+  }
+  ASSERT_EQ(ids.size(), 7u);
+  int held_utf8 = 0, held_stop = 0, with_text = 0;
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    SamplingParams p;
+    p.temperature = 100.0f;  // with the bias and top_k: all but uniform over the 7 tokens
+    p.top_k = 7;
+    p.seed = seed;
+    p.max_tokens = 48;
+    p.stop = {"NED"};
+    for (const auto& [bytes, id] : ids) p.logit_bias.push_back({id, 100.0f});
+    std::vector<int32_t> got;
+    std::string text;
+    bool finished = false;
+    auto collect = [&](RequestOutput&& d) {
+      got.insert(got.end(), d.new_token_ids.begin(), d.new_token_ids.end());
+      text += d.text;
+      finished = d.finished;
+      const std::string all = tok.Decode(got, /*skip_special_tokens=*/true);
+      if (d.finished) {
+        EXPECT_EQ(all.substr(0, text.size()), text) << "seed " << seed;
+      } else if (!d.text.empty()) {
+        ++with_text;
+        EXPECT_EQ(text, all) << "seed " << seed << ": text of a delta must be final for all its tokens";
+      } else if (all.size() > text.size()) {
+        const unsigned char last = static_cast<unsigned char>(all.back());
+        ++(last == 'E' || last == 'N' ? held_stop : held_utf8);
+      }
+    };
+    ASSERT_TRUE(core->AddRequest(fmt::format("s{}", seed), RandomPrompt(12, seed), p, collect).ok());
+    while (core->HasWork()) ASSERT_TRUE(core->Step().ok());
+    EXPECT_TRUE(finished);
+  }
+  // The test saw what it is about: deltas holding part of a character or of "NED".
+  EXPECT_GT(held_utf8, 0);
+  EXPECT_GT(held_stop, 0);
+  EXPECT_GT(with_text, 0);
+  std::printf("[ info ] deltas with text %d, holding a character %d, holding a stop-string start %d\n", with_text,
+              held_utf8, held_stop);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, EngineE2eTest, ::testing::Values(DType::kF32, DType::kBF16),
