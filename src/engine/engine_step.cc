@@ -112,6 +112,7 @@ bool EngineCore::EmitToken(const std::string& id, SampleState& st, SampleResult&
   if (grammar_done && !r.finished) {  // nothing but EOS could follow: end here
     r.finished = true;
     r.reason = FinishReason::kStop;
+    st.unreleased_text += st.stop.FinishHeldBack();  // e.g. a closing "}" that began a stop string
   }
   // A delta carries text only when it ends with nothing held back, so the text of a
   // delta is final for every token in it: the router resumes a cut stream after the

@@ -111,4 +111,11 @@ StopResult StopChecker::Update(int32_t token_id, std::string_view text_delta) {
   return result;
 }
 
+std::string StopChecker::FinishHeldBack() {
+  finished_ = true;
+  std::string held = text_.substr(num_emitted_bytes_);
+  num_emitted_bytes_ = text_.size();
+  return held;
+}
+
 }  // namespace pagellm

@@ -70,6 +70,9 @@ class StopChecker {
   const std::string& output_text() const { return text_; }
   // True while the tail of the text is held back as a possible start of a stop string.
   bool holds_back() const { return num_emitted_bytes_ < text_.size(); }
+  // The sequence ended for a reason of its own (a finished grammar): no stop string can
+  // complete any more, so the held-back text is the output's end. Returns it; finished.
+  std::string FinishHeldBack();
 
  private:
   FinishReason CheckTokenStop(int32_t token_id, StopResult& result) const;

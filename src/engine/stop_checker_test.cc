@@ -164,6 +164,20 @@ TEST(StopCheckerTest, HoldsLongestPartialPrefixAmongStopStrings) {
   EXPECT_EQ(run.emitted[2], "abcq");
 }
 
+// A grammar that finished ends the sequence with a possible stop-string start held back:
+// that text is the output's end, not dropped.
+TEST(StopCheckerTest, FinishHeldBackReleasesThePartialMatch) {
+  SamplingParams p = WithStop({"}\n"});
+  StopChecker checker(p, {}, 0, 4);
+  EXPECT_EQ(checker.Update(1, "{\"a\": 1").text_to_emit, "{\"a\": 1");
+  EXPECT_EQ(checker.Update(2, "}").text_to_emit, "");
+  EXPECT_TRUE(checker.holds_back());
+  EXPECT_EQ(checker.FinishHeldBack(), "}");
+  EXPECT_TRUE(checker.finished());
+  EXPECT_FALSE(checker.holds_back());
+  EXPECT_EQ(checker.output_text(), "{\"a\": 1}");
+}
+
 TEST(StopCheckerTest, MultiByteUtf8StopString) {
   const StreamRun run = Feed(WithStop({"終了"}), {{1, "データ\xe7\xb5"}, {2, "\x82\xe4\xba\x86残り"}});
   EXPECT_EQ(run.emitted[0], "データ");

@@ -123,6 +123,15 @@ const cases = [
     for await (const chunk of await client.chat.completions.create({ model: "tiny", messages: user, max_tokens: 30, stream: true,
       guided_grammar: 'root ::= "<" [0-9]{2} ">"' })) text += chunk.choices[0]?.delta?.content ?? "";
     assert.match(text, /^<[0-9]{2}>$/);
+    // The grammar finishes while its closing ">" is held back as the start of a stop string:
+    // that text ends the output, streamed or not.
+    const tag = { model: "tiny", prompt: "tag:", max_tokens: 30, stop: [">!"], guided_grammar: 'root ::= "<" [0-9]{2} ">"' };
+    const held = await client.completions.create(tag);
+    assert.match(held.choices[0].text, /^<[0-9]{2}>$/);
+    assert.equal(held.choices[0].finish_reason, "stop");
+    let streamed = "";
+    for await (const chunk of await client.completions.create({ ...tag, stream: true })) streamed += chunk.choices[0]?.text ?? "";
+    assert.equal(streamed, held.choices[0].text);
     let json = "";
     for await (const chunk of await client.completions.create({ model: "tiny", prompt: "JSON:", max_tokens: 300, stream: true,
       logit_bias: kQuoteBias, structured_outputs: { json: kSuite[6] } })) json += chunk.choices[0]?.text ?? "";
