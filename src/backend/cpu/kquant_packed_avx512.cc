@@ -67,20 +67,28 @@ void Store(const __m512 (&acc)[MR][NS], const PackedActs& x, const KQuantPackedW
 
 // Software prefetch kPrefetchAhead bytes ahead of the slice [begin, end) of each strip's
 // current record: a strip's records (its super-blocks or blocks) are contiguous, so calling
-// this once per step with the step's share of the record walks the whole stream once.
-// Only the one-strip tiles of the GEMM (M >= 3) take it. The GEMV's 4-strip tiles never
-// had it: GCC deleted these loops from every NS > 1 instantiation (a loop of nothing but
-// _mm_prefetch counts as free of side effects; objdump shows no prefetcht0 in them), so
-// the earlier prefetch-distance and hint experiments on the GEMV measured nothing. Forced
-// in (asm volatile, 512 B to 16 KB ahead) they gained nothing measurable either on a 2-core
-// Zen 5 (decode_pass_bench, in-process A/B): the hardware prefetchers follow the strips'
-// streams; 16 KB ahead cost 20 %.
+// this once per step with the step's share of the record walks each stream once.
+// The GEMV's 4-strip tiles issue theirs as asm volatile: GCC deleted _mm_prefetch loops
+// from every NS > 1 instantiation (a loop of nothing but prefetches counts as free of side
+// effects; objdump showed no prefetcht0 in them). Measured on a 2-core Zen 5 whose two
+// vCPUs were real cores (2 threads: 2x one thread's bf16 peak, 53 GB/s read), the forced
+// prefetches 2 KB ahead took decode_pass_bench (a whole 0.6B model's linears, far past the
+// L3) from 25-27 to 31-33 GB/s on Q4_0, 25.5 to 30.0 on Q5_K, 28.2 to 32.9 on Q6_K and
+// 29.5 to 32.3 on Q4_K (alternating runs, 4-5 pairs each); on a host whose two vCPUs shared
+// one core's arithmetic they had gained nothing (16 KB ahead cost 20 % there).
 constexpr int64_t kPrefetchAhead = 2048;
 template <int NS>
 inline void PrefetchAhead(const uint8_t* const (&rec)[NS], int64_t begin, int64_t end) {
   if constexpr (NS == 1) {
     for (int64_t o = begin & ~int64_t{63}; o < end; o += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(rec[0] + kPrefetchAhead + o), _MM_HINT_T0);
+    }
+  } else {
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      for (int64_t o = begin & ~int64_t{63}; o < end; o += 64) {
+        asm volatile("prefetcht0 %0" : : "m"(*(rec[j] + kPrefetchAhead + o)));
+      }
     }
   }
 }
