@@ -306,6 +306,12 @@ void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t n
   const PartItem* item = items.data();
   const int64_t num_items = static_cast<int64_t>(items.size());
   const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
+  auto run_item = [&](int64_t i) {
+    const LinearOutput& out = outs[static_cast<size_t>(item[i].out)];
+    const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux, .num_rows = num_rows, .k = w.k, .nsb = w.nsb,
+                          .ldy = out.n, .col0 = item[i].col0};
+    strips(acts, w, item[i].s_begin, item[i].s_end, bias, out.y);
+  };
   // As RunQ8_0Packed: the GEMM quantizes its rows inside the one parallel region.
   if (num_rows <= 4) QuantizeActs(w.dtype, x, w.k, 0, num_rows, acts_q, acts_d, acts_aux, avx512);
 #pragma omp parallel
@@ -314,15 +320,7 @@ void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t n
 #pragma omp for schedule(static)
       for (int64_t m = 0; m < num_rows; ++m) QuantizeActs(w.dtype, x, w.k, m, m + 1, acts_q, acts_d, acts_aux, avx512);
     }
-    // nowait: the region's end is the one barrier needed; each barrier costs libgomp a
-    // futex system call (~1.5 us on the 2-core VM of the benchmarks), waiter or not.
-#pragma omp for schedule(dynamic, grain) nowait
-    for (int64_t i = 0; i < num_items; ++i) {
-      const LinearOutput& out = outs[static_cast<size_t>(item[i].out)];
-      const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux, .num_rows = num_rows, .k = w.k, .nsb = w.nsb,
-                            .ldy = out.n, .col0 = item[i].col0};
-      strips(acts, w, item[i].s_begin, item[i].s_end, bias, out.y);
-    }
+    ShareItems(num_items, num_rows <= 4, grain, run_item);
   }
 }
 

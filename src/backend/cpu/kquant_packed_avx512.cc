@@ -65,30 +65,38 @@ void Store(const __m512 (&acc)[MR][NS], const PackedActs& x, const KQuantPackedW
   }
 }
 
-// Software prefetch kPrefetchAhead bytes ahead of the slice [begin, end) of each strip's
-// current record: a strip's records (its super-blocks or blocks) are contiguous, so calling
-// this once per step with the step's share of the record walks each stream once.
-// The GEMV's 4-strip tiles issue theirs as asm volatile: GCC deleted _mm_prefetch loops
-// from every NS > 1 instantiation (a loop of nothing but prefetches counts as free of side
-// effects; objdump showed no prefetcht0 in them). Measured on a 2-core Zen 5 whose two
-// vCPUs were real cores (2 threads: 2x one thread's bf16 peak, 53 GB/s read), the forced
-// prefetches 2 KB ahead took decode_pass_bench (a whole 0.6B model's linears, far past the
-// L3) from 25-27 to 31-33 GB/s on Q4_0, 25.5 to 30.0 on Q5_K, 28.2 to 32.9 on Q6_K and
-// 29.5 to 32.3 on Q4_K (alternating runs, 4-5 pairs each); on a host whose two vCPUs shared
-// one core's arithmetic they had gained nothing (16 KB ahead cost 20 % there).
+// Software prefetch ahead of the slice [begin, end) of each strip's current record, the
+// record being at byte `pos` of its strip's run of records (strip_bytes long: a strip's
+// records, its super-blocks or blocks, are contiguous). Called once per step with the
+// step's share of the record, it walks each strip's stream once.
+// The GEMV's tiles of NS = 4 strips prefetch kAhead bytes ahead, and past the
+// end of strip j's run into the start of strip j of the next tile (NS strips on: the next
+// tile of the thread's run), so no tile starts on demand misses in three of its four
+// streams. They issue their prefetches as asm volatile: GCC deleted _mm_prefetch loops from
+// every NS > 1 instantiation (a loop of nothing but prefetches counts as free of side
+// effects; objdump showed no prefetcht0 in them).
+// Measured on a 2-core Zen 5 whose two vCPUs are real cores (2 threads: 2x one thread's
+// vpdpbusd rate, 53 GB/s read), decode_pass_bench (a whole 0.6B model's linears, far past
+// the L3), passes alternating in one process: 2 KB ahead took Q4_0 from 25-27 to 31-33 GB/s,
+// Q5_K 25.5 to 30.0, Q6_K 28.2 to 32.9, Q4_K 29.5 to 32.3; then 4 KB ahead with the jump to
+// the next tile, 2 threads, Q4_K 31-34 -> 36-39 GB/s and Q6_K 30-32 -> 33-36 (1 KB: 12-15 %
+// slower than 2 KB; 6 and 8 KB: 2-9 % slower than 4). Q4_0 with the jump streams fastest at
+// 2 KB (40-47 GB/s; 4 KB 10-12 % slower), so the 32-column block types keep 2 KB. The
+// one-strip tiles (the GEMM, the GEMV's tail) keep 2 KB: the GEMM is compute-bound.
 constexpr int64_t kPrefetchAhead = 2048;
-template <int NS>
-inline void PrefetchAhead(const uint8_t* const (&rec)[NS], int64_t begin, int64_t end) {
+constexpr int64_t kSuperBlockPrefetchAhead = 4096;  // Q4_K, Q5_K, Q6_K, IQ4_XS
+template <int NS, int64_t kAhead = kPrefetchAhead>
+inline void PrefetchAhead(const uint8_t* const (&rec)[NS], int64_t pos, int64_t begin, int64_t end,
+                          int64_t strip_bytes) {
   if constexpr (NS == 1) {
     for (int64_t o = begin & ~int64_t{63}; o < end; o += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(rec[0] + kPrefetchAhead + o), _MM_HINT_T0);
     }
   } else {
-    #pragma GCC unroll 4
-    for (int j = 0; j < NS; ++j) {
-      for (int64_t o = begin & ~int64_t{63}; o < end; o += 64) {
-        asm volatile("prefetcht0 %0" : : "m"(*(rec[j] + kPrefetchAhead + o)));
-      }
+    for (int64_t o = begin & ~int64_t{63}; o < end; o += 64) {
+      const int64_t ahead = pos + kAhead + o < strip_bytes ? kAhead + o : kAhead + o + (NS - 1) * strip_bytes;
+      #pragma GCC unroll 4
+      for (int j = 0; j < NS; ++j) asm volatile("prefetcht0 %0" : : "m"(*(rec[j] + ahead)));
     }
   }
 }
@@ -167,7 +175,8 @@ void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int sub = 0; sub < 8; ++sub) {
-      PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8);
+      PrefetchAhead<NS, kSuperBlockPrefetchAhead>(rec, sb * w.record_bytes, sub * w.record_bytes / 8,
+                                                  (sub + 1) * w.record_bytes / 8, x.nsb * w.record_bytes);
       __m512i dot[MR][NS];
       Fill(dot, _mm512_setzero_si512());
       __m512i h5[NS];
@@ -276,7 +285,8 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int blk = 0; blk < 8; ++blk) {
-      PrefetchAhead<NS>(rec, blk * w.record_bytes / 8, (blk + 1) * w.record_bytes / 8);
+      PrefetchAhead<NS, kSuperBlockPrefetchAhead>(rec, sb * w.record_bytes, blk * w.record_bytes / 8,
+                                                  (blk + 1) * w.record_bytes / 8, x.nsb * w.record_bytes);
       BlockQ6_K<MR, NS>(x, rec, xb, m0, sb, blk, isum);
     }
     #pragma GCC unroll 4
@@ -308,7 +318,7 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
     #pragma GCC unroll 4
     for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, b);
     const int8_t* xb = x.q + m0 * x.k + b * 32;
-    PrefetchAhead<NS>(rec, 0, w.record_bytes);
+    PrefetchAhead<NS>(rec, b * w.record_bytes, 0, w.record_bytes, x.nsb * w.record_bytes);
     __m512i dot[MR][NS], h5[NS];
     if constexpr (kType == DType::kQ4_Z) {  // -z * sum(x), z per row from the group's params
       __m512i z[NS];
@@ -377,7 +387,8 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int sub = 0; sub < 8; ++sub) {
-      PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8);
+      PrefetchAhead<NS, kSuperBlockPrefetchAhead>(rec, sb * w.record_bytes, sub * w.record_bytes / 8,
+                                                  (sub + 1) * w.record_bytes / 8, x.nsb * w.record_bytes);
       __m512i dot[MR][NS];
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {

@@ -135,10 +135,16 @@ void RunQ8_0PackedParts(const Q8_0PackedWeight& w, const float* x, int64_t num_r
   SplitIntoItems(outs, kQ8_0PackRows, per_item, w.n, &items);
   const PartItem* item = items.data();
   const int64_t num_items = static_cast<int64_t>(items.size());
-  // Dynamic: a thread whose core is taken by another process takes fewer items instead
-  // of holding up the barrier. The GEMV groups items (~64 per call) to keep the overhead
-  // low at 151936 rows; the GEMM's items are long enough on their own.
+  // Not static: a thread whose core is taken by another process takes fewer items instead
+  // of holding up the barrier. The GEMV's smallest runs are ~1/64 of the call, to keep the
+  // overhead low at 151936 rows; the GEMM's items are long enough on their own.
   const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
+  auto run_item = [&](int64_t i) {
+    const LinearOutput& out = outs[static_cast<size_t>(item[i].out)];
+    const PackedActs acts{.q = acts_q, .d = acts_d, .corr = acts_corr, .num_rows = num_rows, .k = w.k,
+                          .nb = w.nb, .ldy = out.n, .col0 = item[i].col0};
+    strips(acts, w, item[i].s_begin, item[i].s_end, bias, out.y);
+  };
   // The GEMM quantizes its rows inside the same parallel region as the strips: a second
   // fork/join wakes the workers again (~50-100 us when they went to sleep), more than an
   // M = 16 GEMM takes. The GEMV quantizes its 1-4 rows before the fork, as cheap.
@@ -149,15 +155,7 @@ void RunQ8_0PackedParts(const Q8_0PackedWeight& w, const float* x, int64_t num_r
 #pragma omp for schedule(static)
       for (int64_t m = 0; m < num_rows; ++m) QuantizeActs(x, w.k, m, m + 1, acts_q, acts_d, acts_corr, avx512);
     }
-    // nowait: the region's end is the one barrier needed; each barrier costs libgomp a
-    // futex system call (~1.5 us on the 2-core VM of the benchmarks), waiter or not.
-#pragma omp for schedule(dynamic, grain) nowait
-    for (int64_t i = 0; i < num_items; ++i) {
-      const LinearOutput& out = outs[static_cast<size_t>(item[i].out)];
-      const PackedActs acts{.q = acts_q, .d = acts_d, .corr = acts_corr, .num_rows = num_rows, .k = w.k,
-                            .nb = w.nb, .ldy = out.n, .col0 = item[i].col0};
-      strips(acts, w, item[i].s_begin, item[i].s_end, bias, out.y);
-    }
+    ShareItems(num_items, num_rows <= 4, grain, run_item);
   }
 }
 
