@@ -241,11 +241,10 @@ std::unique_ptr<KQuantPackedWeight> PackRows(DType dtype, std::span<const uint8_
     PackQ4_ZParams(q4_z, *p);
   }
   const int64_t nsb = p->nsb, num_strips = p->num_strips, rec_bytes = p->record_bytes;
-  uint8_t* base = p->data.get();
 #pragma omp parallel for schedule(static)
   for (int64_t s = 0; s < num_strips; ++s) {
     for (int64_t sb = 0; sb < nsb; ++sb) {
-      uint8_t* rec = base + (s * nsb + sb) * rec_bytes;
+      uint8_t* rec = p->data.get() + (p->record(s, sb) - p->data.get());
       std::memset(rec, 0, static_cast<size_t>(rec_bytes));
       for (int64_t r = 0; r < kKQuantPackRows && s * kKQuantPackRows + r < n; ++r) {
         PackRow(dtype, row_blocks[static_cast<size_t>(s * kKQuantPackRows + r)], sb, r, rec);

@@ -3,7 +3,8 @@
 // VNNI kernel serves the decode GEMV and the prefill GEMM without a float copy.
 //
 // Per strip (16 weight rows; rows past N are padding with zero codes, scales and d) and
-// super-block of 256 columns, one contiguous record:
+// super-block of 256 columns, one contiguous record; the records of 4 consecutive strips
+// interleave, super-block by super-block (KQuantPackedWeight::record):
 //   Q4_K, 2368 bytes (16 x 144 = 2304 in the file: 1.028x; the 6-bit scales/mins as bytes)
 //     qs  [8 sub][4 g][16 rows][4 bytes]  byte i: low nibble = column 32 sub + 4g + i,
 //                                          high nibble = column 32 sub + 16 + 4g + i
@@ -41,6 +42,7 @@
 //   RunKQuantPacked(*packed, x, num_rows, bias, y, /*avx512=*/true);
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -52,6 +54,7 @@
 namespace pagellm {
 
 inline constexpr int64_t kKQuantPackRows = 16;
+inline constexpr int64_t kKQuantGroupStrips = 4;  // strips whose records interleave (record())
 inline constexpr int64_t kQ4_KPackBytes = 2368;  // per strip and super-block
 inline constexpr int64_t kQ5_KPackBytes = 2880;
 inline constexpr int64_t kQ6_KPackBytes = 3392;
@@ -79,7 +82,14 @@ struct KQuantPackedWeight {
   int64_t owned_bytes() const {
     return num_strips * nsb * record_bytes + num_strips * num_groups() * kQ4_ZGroupParamBytes;
   }
-  const uint8_t* record(int64_t strip, int64_t sb) const { return data.get() + (strip * nsb + sb) * record_bytes; }
+  // Records are stored a group of kKQuantGroupStrips strips at a time, super-block after
+  // super-block ([group][sb][strip of the group]; the last group may be narrower), so the
+  // GEMV's 4-strip tile reads one contiguous stream instead of one per strip.
+  const uint8_t* record(int64_t strip, int64_t sb) const {
+    const int64_t first = strip / kKQuantGroupStrips * kKQuantGroupStrips;
+    const int64_t width = std::min(kKQuantGroupStrips, num_strips - first);
+    return data.get() + (first * nsb + sb * width + (strip - first)) * record_bytes;
+  }
   // kQ4_Z: the params of the group holding block sb.
   const uint8_t* params(int64_t strip, int64_t sb) const {
     return group_params.get() + (strip * num_groups() + sb / group_blocks) * kQ4_ZGroupParamBytes;

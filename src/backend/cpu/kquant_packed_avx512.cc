@@ -65,38 +65,45 @@ void Store(const __m512 (&acc)[MR][NS], const PackedActs& x, const KQuantPackedW
   }
 }
 
-// Software prefetch ahead of the slice [begin, end) of each strip's current record, the
-// record being at byte `pos` of its strip's run of records (strip_bytes long: a strip's
-// records, its super-blocks or blocks, are contiguous). Called once per step with the
-// step's share of the record, it walks each strip's stream once.
-// The GEMV's tiles of NS = 4 strips prefetch kAhead bytes ahead, and past the
-// end of strip j's run into the start of strip j of the next tile (NS strips on: the next
-// tile of the thread's run), so no tile starts on demand misses in three of its four
-// streams. They issue their prefetches as asm volatile: GCC deleted _mm_prefetch loops from
-// every NS > 1 instantiation (a loop of nothing but prefetches counts as free of side
-// effects; objdump showed no prefetcht0 in them).
+// Software prefetch ahead of the slice [begin, end) of the tile's current records, called
+// once per step with the step's share of the record.
+// The GEMV's tiles of NS = 4 strips read the 4 interleaved records of one strip group
+// (KQuantPackedWeight::record): one contiguous stream, which runs on into the next tile's
+// group. They prefetch `ahead` bytes ahead in it, as asm volatile: GCC deleted _mm_prefetch
+// loops from every NS > 1 instantiation (a loop of nothing but prefetches counts as free
+// of side effects; objdump showed no prefetcht0 in them). The super-block types prefetch
+// one super-block of the group ahead (4 records: 9-14 KB), the 32-column block types 4 KB.
 // Measured on a 2-core Zen 5 whose two vCPUs are real cores (2 threads: 2x one thread's
 // vpdpbusd rate, 53 GB/s read), decode_pass_bench (a whole 0.6B model's linears, far past
-// the L3), passes alternating in one process: 2 KB ahead took Q4_0 from 25-27 to 31-33 GB/s,
-// Q5_K 25.5 to 30.0, Q6_K 28.2 to 32.9, Q4_K 29.5 to 32.3; then 4 KB ahead with the jump to
-// the next tile, 2 threads, Q4_K 31-34 -> 36-39 GB/s and Q6_K 30-32 -> 33-36 (1 KB: 12-15 %
-// slower than 2 KB; 6 and 8 KB: 2-9 % slower than 4). Q4_0 with the jump streams fastest at
-// 2 KB (40-47 GB/s; 4 KB 10-12 % slower), so the 32-column block types keep 2 KB. The
-// one-strip tiles (the GEMM, the GEMV's tail) keep 2 KB: the GEMM is compute-bound.
-constexpr int64_t kPrefetchAhead = 2048;
-constexpr int64_t kSuperBlockPrefetchAhead = 4096;  // Q4_K, Q5_K, Q6_K, IQ4_XS
-template <int NS, int64_t kAhead = kPrefetchAhead>
-inline void PrefetchAhead(const uint8_t* const (&rec)[NS], int64_t pos, int64_t begin, int64_t end,
-                          int64_t strip_bytes) {
+// the L3), passes alternating in one process:
+// - one stream per strip, 2 KB ahead in each: Q4_0 25-27 -> 31-33 GB/s, Q6_K 28.2 -> 32.9,
+//   Q4_K 29.5 -> 32.3 (against no prefetch);
+// - one stream per group (this layout), 2 threads: Q6_K 30-31 -> 40-42 GB/s, and on one
+//   thread 17-18 -> 20-25 (its record reads the code and the top-bit planes at two
+//   places: 8 streams per tile before); Q4_K unchanged at the same distance;
+// - distances in it: Q4_K 8 KB 3-7 % faster than 12 or 16; Q5_K and Q6_K 12-16 KB best
+//   (8 KB 2-6 % slower, 24-32 KB 7-17 % slower); Q4_0 4 KB 0-4 % faster than 8.
+// The one-strip tiles (the GEMM, the GEMV's tail) prefetch their own strip's records ~2 KB
+// on (its next super-block, or the 7th next 32-column block): in this layout the bytes
+// right after a record belong to the next strip (prefetching 2 KB on in memory, as before
+// the interleave, cost prefill 512 ~8 %).
+constexpr int64_t kBlock32Ahead = 4096;
+// How far ahead a tile of NS strips from s0 prefetches, in bytes from its current record.
+template <int NS>
+inline int64_t PrefetchDistance(const KQuantPackedWeight& w, int64_t s0, int64_t group_ahead) {
+  if constexpr (NS > 1) return group_ahead;
+  const int64_t stride = w.nsb > 1 ? w.record(s0, 1) - w.record(s0, 0) : w.record_bytes;
+  return stride * std::max<int64_t>(1, 2048 / w.record_bytes);
+}
+template <int NS>
+inline void PrefetchAhead(const uint8_t* const (&rec)[NS], int64_t begin, int64_t end, int64_t ahead) {
   if constexpr (NS == 1) {
     for (int64_t o = begin & ~int64_t{63}; o < end; o += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(rec[0] + kPrefetchAhead + o), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(rec[0] + ahead + o), _MM_HINT_T0);
     }
   } else {
-    for (int64_t o = begin & ~int64_t{63}; o < end; o += 64) {
-      const int64_t ahead = pos + kAhead + o < strip_bytes ? kAhead + o : kAhead + o + (NS - 1) * strip_bytes;
-      #pragma GCC unroll 4
-      for (int j = 0; j < NS; ++j) asm volatile("prefetcht0 %0" : : "m"(*(rec[j] + ahead)));
+    for (int64_t o = (NS * begin) & ~int64_t{63}; o < NS * end; o += 64) {
+      asm volatile("prefetcht0 %0" : : "m"(*(rec[0] + ahead + o)));
     }
   }
 }
@@ -167,6 +174,7 @@ template <int MR, int NS, bool kQ5>
 void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
+  const int64_t ahead = PrefetchDistance<NS>(w, s0, NS * w.record_bytes);
   for (int64_t sb = 0; sb < x.nsb; ++sb) {
     const uint8_t* rec[NS];
     #pragma GCC unroll 4
@@ -175,8 +183,7 @@ void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int sub = 0; sub < 8; ++sub) {
-      PrefetchAhead<NS, kSuperBlockPrefetchAhead>(rec, sb * w.record_bytes, sub * w.record_bytes / 8,
-                                                  (sub + 1) * w.record_bytes / 8, x.nsb * w.record_bytes);
+      PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
       __m512i dot[MR][NS];
       Fill(dot, _mm512_setzero_si512());
       __m512i h5[NS];
@@ -277,6 +284,7 @@ template <int MR, int NS>
 void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
+  const int64_t ahead = PrefetchDistance<NS>(w, s0, NS * w.record_bytes);
   for (int64_t sb = 0; sb < x.nsb; ++sb) {
     const uint8_t* rec[NS];
     #pragma GCC unroll 4
@@ -285,8 +293,7 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int blk = 0; blk < 8; ++blk) {
-      PrefetchAhead<NS, kSuperBlockPrefetchAhead>(rec, sb * w.record_bytes, blk * w.record_bytes / 8,
-                                                  (blk + 1) * w.record_bytes / 8, x.nsb * w.record_bytes);
+      PrefetchAhead<NS>(rec, blk * w.record_bytes / 8, (blk + 1) * w.record_bytes / 8, ahead);
       BlockQ6_K<MR, NS>(x, rec, xb, m0, sb, blk, isum);
     }
     #pragma GCC unroll 4
@@ -313,12 +320,13 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
   constexpr int kShift = kType == DType::kQ4_0 ? 4 : kType == DType::kQ5_0 ? 3 : 0;
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
+  const int64_t ahead = PrefetchDistance<NS>(w, s0, kBlock32Ahead);
   for (int64_t b = 0; b < x.nsb; ++b) {
     const uint8_t* rec[NS];
     #pragma GCC unroll 4
     for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, b);
     const int8_t* xb = x.q + m0 * x.k + b * 32;
-    PrefetchAhead<NS>(rec, b * w.record_bytes, 0, w.record_bytes, x.nsb * w.record_bytes);
+    PrefetchAhead<NS>(rec, 0, w.record_bytes, ahead);
     __m512i dot[MR][NS], h5[NS];
     if constexpr (kType == DType::kQ4_Z) {  // -z * sum(x), z per row from the group's params
       __m512i z[NS];
@@ -379,6 +387,7 @@ template <int MR, int NS>
 void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
+  const int64_t ahead = PrefetchDistance<NS>(w, s0, NS * w.record_bytes);
   for (int64_t sb = 0; sb < x.nsb; ++sb) {
     const uint8_t* rec[NS];
     #pragma GCC unroll 4
@@ -387,8 +396,7 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int sub = 0; sub < 8; ++sub) {
-      PrefetchAhead<NS, kSuperBlockPrefetchAhead>(rec, sb * w.record_bytes, sub * w.record_bytes / 8,
-                                                  (sub + 1) * w.record_bytes / 8, x.nsb * w.record_bytes);
+      PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
       __m512i dot[MR][NS];
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
