@@ -7,7 +7,9 @@
 // quantization, the other thread's wake-up, the tail where one thread waits and the
 // memory pipe drains) take from the read rate.
 //
-//   build/src/backend/decode_pass_bench [--type q4_K|q5_K|q6_K|q4_0|q8_0] [--layers 28] [--passes 20]
+//   build/src/backend/decode_pass_bench [--type q4_K|q5_K|q6_K|q4_0|q8_0|q4_k_m] [--layers 28] [--passes 20]
+// q4_k_m mixes types as llama.cpp's Q4_K_M recipe does: Q4_K, with v and down in Q6_K in
+// every other layer (q|k|v then stacks across two types).
 // Prints ms per pass and GB/s of weight bytes for each arrangement, alternating them.
 // Not a test: numbers depend on machine load (state the CPU and the load with them).
 #include <algorithm>
@@ -31,6 +33,7 @@ struct Matrix {
   std::vector<uint8_t> blocks;  // the file's bytes
   std::unique_ptr<LinearWeight> prepared;
   int64_t n = 0, k = 0;
+  DType dtype = DType::kQ4_K;
 };
 
 // Pseudo-random codes with every block scale (the leading fp16 of Q4_K / Q5_K / IQ4_XS /
@@ -39,6 +42,7 @@ Matrix MakeMatrix(CpuBackend& be, DType dtype, int64_t n, int64_t k, uint64_t se
   Matrix m;
   m.n = n;
   m.k = k;
+  m.dtype = dtype;
   m.blocks.resize(DTypeBytes(dtype, n * k));
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
   for (uint8_t& b : m.blocks) {
@@ -70,12 +74,14 @@ double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 int main(int argc, char** argv) {
   DType dtype = DType::kQ4_K;
+  bool q4_k_m = false;
   int layers = 28, passes = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--type" && i + 1 < argc) {
       const std::string t = argv[++i];
       dtype = t == "q8_0" ? DType::kQ8_0 : t == "q6_K" ? DType::kQ6_K : t == "q5_K" ? DType::kQ5_K : t == "q4_0" ? DType::kQ4_0 : DType::kQ4_K;
+      q4_k_m = t == "q4_k_m";
     } else if (a == "--layers" && i + 1 < argc) {
       layers = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--passes" && i + 1 < argc) {
@@ -92,14 +98,17 @@ int main(int argc, char** argv) {
   auto view = [&](const Matrix& m) {
     TensorView v;
     v.data = const_cast<uint8_t*>(m.blocks.data());
-    v.dtype = dtype;
+    v.dtype = m.dtype;
     v.shape = {m.n, m.k};
     return v;
   };
   for (int l = 0; l < layers; ++l) {
+    int index = 0;
     for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{q, h}, {kv, h}, {kv, h}, {h, q}, {inter, h},
                                                                  {inter, h}, {h, inter}}) {
-      mats.push_back(MakeMatrix(be, dtype, n, k, seed++));
+      const bool more_bits = q4_k_m && l % 2 == 0 && (index == 2 || index == 6);  // v, down
+      mats.push_back(MakeMatrix(be, more_bits ? DType::kQ6_K : dtype, n, k, seed++));
+      ++index;
     }
     const Matrix* lm = &mats[mats.size() - 7];
     const TensorView qkv_views[] = {view(lm[0]), view(lm[1]), view(lm[2])}, gate_up_views[] = {view(lm[4]), view(lm[5])};
@@ -111,7 +120,7 @@ int main(int argc, char** argv) {
     gate_up.push_back(std::move(*b));
   }
   double bytes = 0;
-  for (const Matrix& m : mats) bytes += static_cast<double>(DTypeBytes(dtype, m.n * m.k));
+  for (const Matrix& m : mats) bytes += static_cast<double>(DTypeBytes(m.dtype, m.n * m.k));
   std::vector<float> x(static_cast<size_t>(inter), 0.25f), y(static_cast<size_t>(q + 2 * kv + 2 * inter));
   float* const qkv_out[] = {y.data(), y.data() + q, y.data() + q + kv};
   float* const gate_up_out[] = {y.data(), y.data() + inter};
@@ -142,7 +151,8 @@ int main(int argc, char** argv) {
   std::sort(ts.begin(), ts.end());
   std::sort(tf.begin(), tf.end());
   const double ms = ts[ts.size() / 2];
-  std::printf("%s, %d layers, %.1f MB of weights per pass, medians of %d alternating passes\n", DTypeName(dtype).data(),
+  std::printf("%s, %d layers, %.1f MB of weights per pass, medians of %d alternating passes\n",
+              q4_k_m ? "q4_k_m" : DTypeName(dtype).data(),
               layers, bytes / 1e6, passes);
   std::printf("  separate (7 calls/layer): %.3f ms, %.1f GB/s\n", ms * 1e3, bytes / ms / 1e9);
   if (!can_stack) {

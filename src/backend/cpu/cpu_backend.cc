@@ -55,6 +55,7 @@ class CpuLinearWeight final : public LinearWeight {
     if (q8_0 != nullptr) counted_bytes += q8_0->owned_bytes();
     if (bf16 != nullptr) counted_bytes += bf16->owned_bytes();
     if (kquant != nullptr) counted_bytes += kquant->owned_bytes();
+    for (const auto& section : kquant_more) counted_bytes += section->owned_bytes();
     counted_bytes += static_cast<int64_t>(column_order.size() * sizeof(int32_t));
     tally = backend_tally;
     *tally += counted_bytes;
@@ -66,6 +67,9 @@ class CpuLinearWeight final : public LinearWeight {
   std::unique_ptr<Q8_0PackedWeight> q8_0;  // kQ8_0 weight repacked at load; may be null
   std::unique_ptr<Bf16PackedWeight> bf16;  // kBF16 weight repacked at load; may be null
   std::unique_ptr<KQuantPackedWeight> kquant;  // kQ4_K / kQ6_K weight rearranged at load
+  // A stacked weight whose parts differ in type: the later runs of parts of one type
+  // (`kquant` holds the first run).
+  std::vector<std::unique_ptr<KQuantPackedWeight>> kquant_more;
   std::vector<int32_t> column_order;  // the weight's TensorView::column_order, copied; empty: identity
   std::atomic<int64_t>* tally = nullptr;
   int64_t counted_bytes = 0;
@@ -285,24 +289,29 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::sp
                                                                          const LinearOptions& options) {
   (void)options;  // k-quant and Q8_0 weights keep their format, as in PrepareLinear
   // Stacked: k-quant parts of one type and width (not Q4_Z, whose (d, z) groups are found
-  // over one array), or Q8_0 parts when Q8_0 is repacked; each but the last whole strips
-  // (16 rows for both layouts), no act-order, biases all or none.
+  // over one array), or of several of the 256-column types (Q4_K_M's q, k in Q4_K and v in
+  // Q6_K: one packed copy per run of one type, run in one call), or Q8_0 parts when Q8_0 is
+  // repacked; each but the last whole strips (16 rows for both layouts), no act-order,
+  // biases all or none.
   static_assert(kKQuantPackRows == kQ8_0PackRows);
   const auto none = [] { return std::unique_ptr<LinearWeight>(); };
   if (!options_.stack_linears || weights.size() < 2 || biases.size() != weights.size()) return none();
   const DType dtype = weights[0].dtype;
   const bool q8_0 = dtype == DType::kQ8_0 && options_.repack_q8_0;
   if (!(q8_0 || (IsPackedQuant(dtype) && dtype != DType::kQ4_Z)) || weights[0].shape.size() != 2) return none();
+  const auto super_block_type = [](DType t) { return IsPackedQuant(t) && DTypeBlockSize(t) == kKQuantBlockElements; };
   const int64_t k = weights[0].dim(1);
   const bool with_bias = !biases[0].empty();
   int64_t n = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     PAGELLM_RETURN_IF_ERROR(ValidateLinearWeight(weights[i], biases[i]));
     const TensorView& w = weights[i];
-    if (w.dtype != dtype || w.dim(1) != k || !w.column_order.empty() || biases[i].empty() == with_bias) return none();
+    const bool same_kind = w.dtype == dtype || (super_block_type(w.dtype) && super_block_type(dtype));
+    if (!same_kind || w.dim(1) != k || !w.column_order.empty() || biases[i].empty() == with_bias) return none();
     if (i + 1 < weights.size() && w.dim(0) % kKQuantPackRows != 0) return none();
     n += w.dim(0);
   }
+  if (static_cast<int64_t>(weights.size()) > kMaxKQuantSections) return none();
   TensorView stacked;  // the shape and type only: the parts are read through the packed copy
   stacked.dtype = dtype;
   stacked.shape = {n, k};
@@ -320,7 +329,18 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::sp
   if (q8_0) {
     prepared->q8_0 = Q8_0PackedWeight::PackStacked(parts, prepared->part_rows, k);
   } else {
-    prepared->kquant = KQuantPackedWeight::PackStacked(dtype, parts, prepared->part_rows, k);
+    // One packed copy per run of parts of one type.
+    for (size_t begin = 0, end = 0; begin < weights.size(); begin = end) {
+      while (end < weights.size() && weights[end].dtype == weights[begin].dtype) ++end;
+      auto section = KQuantPackedWeight::PackStacked(
+          weights[begin].dtype, std::span<const void* const>(parts).subspan(begin, end - begin),
+          std::span<const int64_t>(prepared->part_rows).subspan(begin, end - begin), k);
+      if (section == nullptr) {
+        prepared->kquant.reset();
+        break;
+      }
+      (begin == 0 ? prepared->kquant : prepared->kquant_more.emplace_back()) = std::move(section);
+    }
   }
   if (prepared->kquant == nullptr && prepared->q8_0 == nullptr) {
     return ResourceExhaustedError(fmt::format("stacked linear {}: cannot allocate the rearranged {} copy",
@@ -346,7 +366,19 @@ void CpuBackend::LinearStacked(const LinearWeight& weight, const float* x, int64
   const float* bias = w.bias.empty() ? nullptr : w.bias.data();
   const std::span<const LinearOutput> parts(outs, ys.size());
   if (w.q8_0 != nullptr) return RunQ8_0PackedParts(*w.q8_0, x, num_rows, bias, parts, int8_avx512_);
-  RunKQuantPackedParts(*w.kquant, x, num_rows, bias, parts, int8_avx512_);
+  // Each packed copy takes the next parts until their rows make its n.
+  KQuantSection sections[kMaxKQuantSections];
+  size_t num_sections = 0, part = 0;
+  int64_t row0 = 0;
+  for (size_t c = 0; c <= w.kquant_more.size(); ++c) {
+    const KQuantPackedWeight* packed = c == 0 ? w.kquant.get() : w.kquant_more[c - 1].get();
+    const size_t first = part;
+    for (int64_t rows = 0; rows < packed->n; ++part) rows += parts[part].n;
+    sections[num_sections++] = {.w = packed, .outs = parts.subspan(first, part - first),
+                                .bias = bias != nullptr ? bias + row0 : nullptr};
+    row0 += packed->n;
+  }
+  RunKQuantPackedSections({sections, num_sections}, x, num_rows, int8_avx512_);
 }
 
 std::vector<std::span<const std::byte>> CpuBackend::TakeCopiedSources() {
@@ -368,7 +400,10 @@ void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_
   const float* bias = w.bias.empty() ? nullptr : w.bias.data();
   const Int8KernelChoice int8{.avx512 = int8_avx512_, .gemv_max_rows = options_.gemv_max_rows};
   if (w.q8_0 != nullptr) return RunQ8_0Packed(*w.q8_0, x, num_rows, bias, y, int8_avx512_);
-  if (w.kquant != nullptr) return RunKQuantPacked(*w.kquant, x, num_rows, bias, y, int8_avx512_);
+  if (w.kquant != nullptr) {
+    PAGELLM_CHECK(w.kquant_more.empty());  // a stacked weight of several types runs through LinearStacked
+    return RunKQuantPacked(*w.kquant, x, num_rows, bias, y, int8_avx512_);
+  }
   if (w.weight.dtype == DType::kQ8_0) return RunQ8_0(w.weight, x, num_rows, bias, y, int8);
   if (w.w8a8 != nullptr) return RunW8A8(*w.w8a8, x, num_rows, bias, y, int8);
   if (num_rows > options_.gemv_max_rows && w.dnnl != nullptr && w.dnnl->Run(x, num_rows, y)) {

@@ -151,10 +151,32 @@ void QuantizeActs32(const float* x, int64_t k, int64_t m_begin, int64_t m_end, i
   }
 }
 
-// Rows [m_begin, m_end) of x -> q, d and the kernel's aux sums (kquant_packed_kernels.h).
-void QuantizeActs(DType dtype, const float* x, int64_t k, int64_t m_begin, int64_t m_end, int8_t* q, float* d,
-                  int32_t* aux, bool avx512) {
-  if (DTypeBlockSize(dtype) == 32) return QuantizeActs32(x, k, m_begin, m_end, q, d, aux, avx512);
+// The kernel's aux sums of one activation row for `dtype` (kquant_packed_kernels.h), from
+// the row's sums of 16-column blocks.
+void AuxFromSums(DType dtype, const int32_t* bsum, int64_t nsb, int32_t* a) {
+  for (int64_t i = 0; i < nsb * 16; ++i) {
+    if (dtype == DType::kQ6_K) {
+      a[i] = -32 * bsum[i];
+    } else if (dtype == DType::kIQ4_XS) {  // sub-block i % 16 < 8 of 32
+      const int64_t s = (i / 16) * 16 + 2 * (i % 16);
+      a[i] = i % 16 < 8 ? -128 * (bsum[s] + bsum[s + 1]) : 0;
+    } else if (i % 16 < 4) {  // pair p = i % 16 of super-block i / 16: sub-blocks 2p, 2p + 1 of 32
+      const int64_t s = (i / 16) * 16 + 4 * (i % 16);
+      const int32_t lo = bsum[s] + bsum[s + 1];
+      const int32_t hi = bsum[s + 2] + bsum[s + 3];
+      a[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                                  (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+    } else {
+      a[i] = 0;
+    }
+  }
+}
+
+// Rows [m_begin, m_end) of x -> q, d and, for each dtypes[i], the kernel's aux sums in
+// aux[i] (one type when its blocks are of 32 columns: their activations quantize apart).
+void QuantizeActs(std::span<const DType> dtypes, const float* x, int64_t k, int64_t m_begin, int64_t m_end, int8_t* q,
+                  float* d, int32_t* const* aux, bool avx512) {
+  if (DTypeBlockSize(dtypes[0]) == 32) return QuantizeActs32(x, k, m_begin, m_end, q, d, aux[0], avx512);
   const int64_t nsb = k / kKQuantBlockElements;
   thread_local std::vector<int32_t> bsum;
   bsum.resize(static_cast<size_t>(k / 16));
@@ -164,23 +186,7 @@ void QuantizeActs(DType dtype, const float* x, int64_t k, int64_t m_begin, int64
     } else {
       QuantizeRowQ8_K(x + m * k, k, q + m * k, d + m * nsb, bsum.data());
     }
-    int32_t* a = aux + m * nsb * 16;
-    for (int64_t i = 0; i < nsb * 16; ++i) {
-      if (dtype == DType::kQ6_K) {
-        a[i] = -32 * bsum[static_cast<size_t>(i)];
-      } else if (dtype == DType::kIQ4_XS) {  // sub-block i % 16 < 8 of 32
-        const int64_t s = (i / 16) * 16 + 2 * (i % 16);
-        a[i] = i % 16 < 8 ? -128 * (bsum[static_cast<size_t>(s)] + bsum[static_cast<size_t>(s + 1)]) : 0;
-      } else if (i % 16 < 4) {  // pair p = i % 16 of super-block i / 16: sub-blocks 2p, 2p + 1 of 32
-        const int64_t s = (i / 16) * 16 + 4 * (i % 16);
-        const int32_t lo = bsum[static_cast<size_t>(s)] + bsum[static_cast<size_t>(s + 1)];
-        const int32_t hi = bsum[static_cast<size_t>(s + 2)] + bsum[static_cast<size_t>(s + 3)];
-        a[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
-                                    (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
-      } else {
-        a[i] = 0;
-      }
-    }
+    for (size_t i = 0; i < dtypes.size(); ++i) AuxFromSums(dtypes[i], bsum.data(), nsb, aux[i] + m * nsb * 16);
   }
 }
 
@@ -289,35 +295,62 @@ void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_ro
 
 void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias,
                           std::span<const LinearOutput> outs, bool avx512) {
+  const KQuantSection section{.w = &w, .outs = outs, .bias = bias};
+  RunKQuantPackedSections({&section, 1}, x, num_rows, avx512);
+}
+
+void RunKQuantPackedSections(std::span<const KQuantSection> sections, const float* x, int64_t num_rows, bool avx512) {
+  const int64_t num_sections = static_cast<int64_t>(sections.size());
+  PAGELLM_CHECK(num_sections >= 1 && num_sections <= kMaxKQuantSections);
+  const KQuantPackedWeight& w0 = *sections[0].w;
+  DType dtypes[kMaxKQuantSections];
+  for (int64_t s = 0; s < num_sections; ++s) {
+    const KQuantPackedWeight& w = *sections[static_cast<size_t>(s)].w;
+    PAGELLM_CHECK(w.k == w0.k && (num_sections == 1 || DTypeBlockSize(w.dtype) == kKQuantBlockElements));
+    dtypes[s] = w.dtype;
+  }
   const auto strips = avx512 ? kquant_packed::StripsAvx512 : kquant_packed::StripsAvx2;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;
   thread_local std::vector<int32_t> aux;
-  q.resize(static_cast<size_t>(num_rows * w.k));
-  d.resize(static_cast<size_t>(num_rows * w.nsb));
-  aux.resize(static_cast<size_t>(num_rows * w.nsb * (DTypeBlockSize(w.dtype) == 32 ? 1 : 16)));
+  const int64_t aux_per_section = num_rows * w0.nsb * (DTypeBlockSize(w0.dtype) == 32 ? 1 : 16);
+  q.resize(static_cast<size_t>(num_rows * w0.k));
+  d.resize(static_cast<size_t>(num_rows * w0.nsb));
+  aux.resize(static_cast<size_t>(num_sections * aux_per_section));
   int8_t* acts_q = q.data();
   float* acts_d = d.data();
-  int32_t* acts_aux = aux.data();
-  // Work items of up to kStripsPerItem strips, none across two outputs.
-  thread_local std::vector<PartItem> items;
-  SplitIntoItems(outs, kKQuantPackRows, kStripsPerItem, w.n, &items);
+  int32_t* acts_aux[kMaxKQuantSections];
+  for (int64_t s = 0; s < num_sections; ++s) acts_aux[s] = aux.data() + s * aux_per_section;
+  // Work items of up to kStripsPerItem strips, none across two outputs, section after section.
+  thread_local std::vector<PartItem> items, section_items;
+  thread_local std::vector<int32_t> item_section;
+  items.clear();
+  item_section.clear();
+  for (int64_t s = 0; s < num_sections; ++s) {
+    const KQuantSection& sec = sections[static_cast<size_t>(s)];
+    SplitIntoItems(sec.outs, kKQuantPackRows, kStripsPerItem, sec.w->n, &section_items);
+    items.insert(items.end(), section_items.begin(), section_items.end());
+    item_section.insert(item_section.end(), section_items.size(), static_cast<int32_t>(s));
+  }
   const PartItem* item = items.data();
+  const int32_t* item_sec = item_section.data();
   const int64_t num_items = static_cast<int64_t>(items.size());
   const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
   auto run_item = [&](int64_t i) {
-    const LinearOutput& out = outs[static_cast<size_t>(item[i].out)];
-    const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux, .num_rows = num_rows, .k = w.k, .nsb = w.nsb,
-                          .ldy = out.n, .col0 = item[i].col0};
-    strips(acts, w, item[i].s_begin, item[i].s_end, bias, out.y);
+    const KQuantSection& sec = sections[static_cast<size_t>(item_sec[i])];
+    const LinearOutput& out = sec.outs[static_cast<size_t>(item[i].out)];
+    const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux[item_sec[i]], .num_rows = num_rows, .k = w0.k,
+                          .nsb = w0.nsb, .ldy = out.n, .col0 = item[i].col0};
+    strips(acts, *sec.w, item[i].s_begin, item[i].s_end, sec.bias, out.y);
   };
+  const std::span<const DType> types(dtypes, static_cast<size_t>(num_sections));
   // As RunQ8_0Packed: the GEMM quantizes its rows inside the one parallel region.
-  if (num_rows <= 4) QuantizeActs(w.dtype, x, w.k, 0, num_rows, acts_q, acts_d, acts_aux, avx512);
+  if (num_rows <= 4) QuantizeActs(types, x, w0.k, 0, num_rows, acts_q, acts_d, acts_aux, avx512);
 #pragma omp parallel
   {
     if (num_rows > 4) {
 #pragma omp for schedule(static)
-      for (int64_t m = 0; m < num_rows; ++m) QuantizeActs(w.dtype, x, w.k, m, m + 1, acts_q, acts_d, acts_aux, avx512);
+      for (int64_t m = 0; m < num_rows; ++m) QuantizeActs(types, x, w0.k, m, m + 1, acts_q, acts_d, acts_aux, avx512);
     }
     ShareItems(num_items, num_rows <= 4, grain, run_item);
   }

@@ -114,4 +114,19 @@ void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_ro
 void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias,
                           std::span<const LinearOutput> outs, bool avx512);
 
+// One packed weight of RunKQuantPackedSections, its columns split over `outs` as in
+// RunKQuantPackedParts. bias [w->n] or null.
+struct KQuantSection {
+  const KQuantPackedWeight* w = nullptr;
+  std::span<const LinearOutput> outs;
+  const float* bias = nullptr;
+};
+inline constexpr int64_t kMaxKQuantSections = 8;
+
+// The products of one x with several packed weights in one call and one fork: a stacked
+// linear whose parts differ in type, as q|k in Q4_K and v in Q6_K in half the layers of a
+// Q4_K_M file. All of one k; more than one section only of the 256-column types (Q4_K, Q5_K,
+// Q6_K, IQ4_XS), whose activations quantize alike. Bit for bit each section's RunKQuantPackedParts.
+void RunKQuantPackedSections(std::span<const KQuantSection> sections, const float* x, int64_t num_rows, bool avx512);
+
 }  // namespace pagellm

@@ -268,8 +268,9 @@ TEST_P(KQuantPacked, RowsReadBackAsTheFileGivesThem) {
 
 // CpuBackend's stacked linear (q|k|v, gate|up in one call) writes each part's columns into
 // its own output, bit for bit what each part prepared alone gives, at GEMV and GEMM row
-// counts, with and without biases; nothing is written past an output. Types or shapes it
-// cannot stack (Q4_Z, mixed types, a middle part that is not whole strips) give null.
+// counts, with and without biases; nothing is written past an output; parts of different
+// 256-column types too. Types or shapes it cannot stack (Q4_Z, a 32-column type mixed with
+// another, a middle part that is not whole strips) give null.
 TEST_P(KQuantPacked, StackedLinearEqualsItsPartsBitForBit) {
   const DType dtype = GetParam();
   const int64_t k = 512;
@@ -303,17 +304,22 @@ TEST_P(KQuantPacked, StackedLinearEqualsItsPartsBitForBit) {
   }
   // It also checks that a middle part of 40 rows (a strip across two outputs) is refused.
   ExpectStacksAsItsParts(be, weights, biases, k, seed);
-  // Not stackable: mixed types.
-  const TensorView two_biases[2] = {};
-  std::vector<uint8_t> other = RandomBlocks(dtype == DType::kQ6_K ? DType::kQ4_K : DType::kQ6_K, 16, k, 99);
-  TensorView mixed = weights[0];
+  // Mixed types: the 256-column types stack with each other (one packed copy per run of one
+  // type, here three runs: this type, the other, this type again), the 32-column ones with
+  // nothing else.
+  const DType other_type = dtype == DType::kQ6_K ? DType::kQ4_K : DType::kQ6_K;
+  std::vector<uint8_t> other = RandomBlocks(other_type, rows[1], k, 99);
+  TensorView mixed = weights[1];
   mixed.data = other.data();
-  mixed.dtype = dtype == DType::kQ6_K ? DType::kQ4_K : DType::kQ6_K;
-  mixed.shape = {16, k};
-  const TensorView mixed_parts[] = {weights[0], mixed};
-  auto mixed_result = be.PrepareStackedLinear(mixed_parts, two_biases);
-  ASSERT_TRUE(mixed_result.ok());
-  EXPECT_EQ(*mixed_result, nullptr);
+  mixed.dtype = other_type;
+  const std::vector<TensorView> mixed_parts = {weights[0], mixed, weights[2]};
+  if (DTypeBlockSize(dtype) == kKQuantBlockElements) {
+    ExpectStacksAsItsParts(be, mixed_parts, biases, k, seed);
+  } else {
+    auto mixed_result = be.PrepareStackedLinear(mixed_parts, std::vector<TensorView>(3));
+    ASSERT_TRUE(mixed_result.ok());
+    EXPECT_EQ(*mixed_result, nullptr);
+  }
 }
 
 // CpuBackend: once a linear is prepared from a table (a tied lm_head), Embedding reads the
