@@ -7,7 +7,7 @@
 // quantization, the other thread's wake-up, the tail where one thread waits and the
 // memory pipe drains) take from the read rate.
 //
-//   build/src/backend/decode_pass_bench [--type q4_K|q5_K|q6_K|q4_0|q8_0|q4_k_m] [--layers 28] [--passes 20]
+//   build/src/backend/decode_pass_bench [--type q4_K|q5_K|q6_K|iq4_xs|q4_0|q8_0|q4_k_m] [--layers 28] [--passes 20]
 // q4_k_m mixes types as llama.cpp's Q4_K_M recipe does: Q4_K, with v and down in Q6_K in
 // every other layer (q|k|v then stacks across two types).
 // Prints ms per pass and GB/s of weight bytes for each arrangement, alternating them.
@@ -80,7 +80,12 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--type" && i + 1 < argc) {
       const std::string t = argv[++i];
-      dtype = t == "q8_0" ? DType::kQ8_0 : t == "q6_K" ? DType::kQ6_K : t == "q5_K" ? DType::kQ5_K : t == "q4_0" ? DType::kQ4_0 : DType::kQ4_K;
+      dtype = t == "q8_0"     ? DType::kQ8_0
+              : t == "q6_K"   ? DType::kQ6_K
+              : t == "q5_K"   ? DType::kQ5_K
+              : t == "q4_0"   ? DType::kQ4_0
+              : t == "iq4_xs" ? DType::kIQ4_XS
+                              : DType::kQ4_K;
       q4_k_m = t == "q4_k_m";
     } else if (a == "--layers" && i + 1 < argc) {
       layers = std::max(1, std::atoi(argv[++i]));
