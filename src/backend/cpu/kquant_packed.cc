@@ -250,7 +250,7 @@ std::unique_ptr<KQuantPackedWeight> PackRows(DType dtype, std::span<const uint8_
 #pragma omp parallel for schedule(static)
   for (int64_t s = 0; s < num_strips; ++s) {
     for (int64_t sb = 0; sb < nsb; ++sb) {
-      uint8_t* rec = p->data.get() + (p->record(s, sb) - p->data.get());
+      uint8_t* rec = p->data.get() + p->record_offset(s, sb);
       std::memset(rec, 0, static_cast<size_t>(rec_bytes));
       for (int64_t r = 0; r < kKQuantPackRows && s * kKQuantPackRows + r < n; ++r) {
         PackRow(dtype, row_blocks[static_cast<size_t>(s * kKQuantPackRows + r)], sb, r, rec);

@@ -85,11 +85,12 @@ struct KQuantPackedWeight {
   // Records are stored a group of kKQuantGroupStrips strips at a time, super-block after
   // super-block ([group][sb][strip of the group]; the last group may be narrower), so the
   // GEMV's 4-strip tile reads one contiguous stream instead of one per strip.
-  const uint8_t* record(int64_t strip, int64_t sb) const {
+  int64_t record_offset(int64_t strip, int64_t sb) const {
     const int64_t first = strip / kKQuantGroupStrips * kKQuantGroupStrips;
     const int64_t width = std::min(kKQuantGroupStrips, num_strips - first);
-    return data.get() + (first * nsb + sb * width + (strip - first)) * record_bytes;
+    return (first * nsb + sb * width + (strip - first)) * record_bytes;
   }
+  const uint8_t* record(int64_t strip, int64_t sb) const { return data.get() + record_offset(strip, sb); }
   // kQ4_Z: the params of the group holding block sb.
   const uint8_t* params(int64_t strip, int64_t sb) const {
     return group_params.get() + (strip * num_groups() + sb / group_blocks) * kQ4_ZGroupParamBytes;

@@ -88,12 +88,13 @@ void Store(const __m512 (&acc)[MR][NS], const PackedActs& x, const KQuantPackedW
 // right after a record belong to the next strip (prefetching 2 KB on in memory, as before
 // the interleave, cost prefill 512 ~8 %).
 constexpr int64_t kBlock32Ahead = 4096;
+constexpr int64_t kOneStripAhead = 2048;
 // How far ahead a tile of NS strips from s0 prefetches, in bytes from its current record.
 template <int NS>
 inline int64_t PrefetchDistance(const KQuantPackedWeight& w, int64_t s0, int64_t group_ahead) {
   if constexpr (NS > 1) return group_ahead;
   const int64_t stride = w.nsb > 1 ? w.record(s0, 1) - w.record(s0, 0) : w.record_bytes;
-  return stride * std::max<int64_t>(1, 2048 / w.record_bytes);
+  return stride * std::max<int64_t>(1, kOneStripAhead / w.record_bytes);
 }
 template <int NS>
 inline void PrefetchAhead(const uint8_t* const (&rec)[NS], int64_t begin, int64_t end, int64_t ahead) {
