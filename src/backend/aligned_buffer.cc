@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -14,6 +15,11 @@ namespace {
 // pages lazily, so a multi-GiB KV-cache arena costs nothing until blocks are used
 // (zeroing it eagerly took tens of seconds and committed all of it up front).
 constexpr size_t kMmapThreshold = size_t{1} << 20;
+
+// Linux 5.14's madvise advice; older kernel headers do not name it.
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 }  // namespace
 
@@ -39,6 +45,16 @@ StatusOr<AlignedBuffer> AlignedBuffer::Allocate(size_t bytes) {
   buf.data_ = p;
   buf.size_ = bytes;
   return buf;
+}
+
+void AlignedBuffer::Prefault(size_t offset, size_t bytes) {
+  if (offset >= size_) return;
+  char* const base = static_cast<char*>(data_);
+  char* first = base + offset / kAlignment * kAlignment;
+  char* last = base + std::min(size_, offset + bytes);
+  if (last <= first) return;
+  if (madvise(first, static_cast<size_t>(last - first), MADV_POPULATE_WRITE) == 0) return;
+  for (volatile char* p = first; p < last; p += kAlignment) *p = *p;
 }
 
 void AlignedBuffer::Release() {

@@ -1,5 +1,7 @@
 #include "backend/paged_kv_cache.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace pagellm {
@@ -29,11 +31,27 @@ StatusOr<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const KvCacheSpec& 
   return std::unique_ptr<PagedKvCache>(new PagedKvCache(spec, std::move(arena)));
 }
 
+size_t PagedKvCache::half_layer_bytes() const {
+  return spec_.BytesPerBlock() / static_cast<size_t>(2 * spec_.num_layers) * static_cast<size_t>(spec_.num_blocks);
+}
+
+size_t PagedKvCache::PrefaultBlocks(int64_t num_blocks) {
+  if (spec_.num_layers == 0) return 0;
+  const size_t blocks = static_cast<size_t>(std::clamp<int64_t>(num_blocks, 0, spec_.num_blocks));
+  const size_t half = half_layer_bytes(), bytes = half / static_cast<size_t>(spec_.num_blocks) * blocks;
+  for (int64_t i = 0; i < 2 * spec_.num_layers; ++i) arena_.Prefault(static_cast<size_t>(i) * half, bytes);
+  return bytes * static_cast<size_t>(2 * spec_.num_layers);
+}
+
+size_t PagedKvCache::PrefaultStartupBlocks() {
+  const size_t per_block = spec_.BytesPerBlock();
+  return per_block == 0 ? 0 : PrefaultBlocks(static_cast<int64_t>(kStartupPrefaultBytes / per_block));
+}
+
 KvLayerView PagedKvCache::layer(int64_t layer_idx) const {
   PAGELLM_CHECK(layer_idx >= 0 && layer_idx < spec_.num_layers);
   // Arena order: layer-major, then K, then V.
-  size_t half = spec_.BytesPerBlock() / static_cast<size_t>(2 * spec_.num_layers) *
-                static_cast<size_t>(spec_.num_blocks);
+  const size_t half = half_layer_bytes();
   char* base = arena_.as<char>() + static_cast<size_t>(layer_idx) * 2 * half;
   KvLayerView view;
   view.k = base;

@@ -46,6 +46,7 @@ Status RunWorkerRank(const EngineConfig& config, dist::Communicator& comm, doubl
   PAGELLM_ASSIGN_OR_RETURN(
       auto kv, PagedKvCache::Create(model.shard->MakeKvCacheSpec(plan.num_blocks, plan.block_size,
                                                                   static_cast<DType>(plan.kv_dtype))));
+  kv->PrefaultStartupBlocks();
   PLOG_DEBUG("tensor parallel rank {}: weights {} MB, KV cache {} blocks", comm.rank(), model.shard_bytes >> 20,
              plan.num_blocks);
   return RunTpWorker(*model.shard, *kv, comm);

@@ -306,9 +306,16 @@ Status EngineCore::InitScheduler() {
   // The block pool reserves block 0 as its null block: allocate one more.
   PAGELLM_ASSIGN_OR_RETURN(kv_cache_, PagedKvCache::Create(model_->MakeKvCacheSpec(plan_.num_blocks + 1,
                                                                                    config_.block_size, kv_dtype)));
+  {
+    const auto start = std::chrono::steady_clock::now();
+    const size_t touched = kv_cache_->PrefaultStartupBlocks();
+    PLOG_INFO("KV cache: faulted in the first {} MiB of blocks in {:.0f} ms", touched >> 20,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
   if (draft_model_ != nullptr) {
     PAGELLM_ASSIGN_OR_RETURN(draft_kv_, PagedKvCache::Create(draft_model_->MakeKvCacheSpec(
                                             plan_.num_blocks + 1, config_.block_size, kv_dtype)));
+    draft_kv_->PrefaultStartupBlocks();
     const ModelConfig& dc = draft_model_->config();
     DraftModelProposerOptions o;
     o.block_size = config_.block_size;
@@ -324,6 +331,7 @@ Status EngineCore::InitScheduler() {
   if (mtp_head != nullptr) {
     PAGELLM_ASSIGN_OR_RETURN(mtp_kv_, PagedKvCache::Create(mtp_head->MakeMtpKvCacheSpec(
                                           plan_.num_blocks + 1, config_.block_size, kv_dtype)));
+    mtp_kv_->PrefaultStartupBlocks();
     MtpProposerOptions o;
     o.block_size = config_.block_size;
     o.num_blocks = plan_.num_blocks + 1;

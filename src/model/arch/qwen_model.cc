@@ -153,6 +153,9 @@ Status QwenModel::AllocateWorkspace() {
   int64_t total = 0;
   for (int64_t s : sizes) total += round(s);
   PAGELLM_ASSIGN_OR_RETURN(workspace_, backend_.Allocate(static_cast<size_t>(total) * sizeof(float)));
+  // Every step writes here; fault it in now, as the KV cache's first blocks are
+  // (PagedKvCache::PrefaultStartupBlocks), not in the first prompt's step.
+  workspace_.Prefault(0, workspace_.size());
   float* p = workspace_.as<float>();
   float** slots[] = {&buf_.hidden, &buf_.normed, &buf_.q, &buf_.k, &buf_.v, &buf_.attn, &buf_.proj, &buf_.gate, &buf_.up};
   for (size_t i = 0; i < sizes.size(); ++i) {
