@@ -288,8 +288,8 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::sp
                                                                          std::span<const TensorView> biases,
                                                                          const LinearOptions& options) {
   (void)options;  // k-quant and Q8_0 weights keep their format, as in PrepareLinear
-  // Stacked: k-quant parts of one type and width (not Q4_Z, whose (d, z) groups are found
-  // over one array), or of several of the 256-column types (Q4_K_M's q, k in Q4_K and v in
+  // Stacked: k-quant parts of one type and width (AWQ / GPTQ's Q4_Z too), or of several of
+  // the 256-column types (Q4_K_M's q, k in Q4_K and v in
   // Q6_K: one packed copy per run of one type, run in one call), or Q8_0 parts when Q8_0 is
   // repacked; each but the last whole strips (16 rows for both layouts), no act-order,
   // biases all or none.
@@ -298,7 +298,7 @@ StatusOr<std::unique_ptr<LinearWeight>> CpuBackend::PrepareStackedLinear(std::sp
   if (!options_.stack_linears || weights.size() < 2 || biases.size() != weights.size()) return none();
   const DType dtype = weights[0].dtype;
   const bool q8_0 = dtype == DType::kQ8_0 && options_.repack_q8_0;
-  if (!(q8_0 || (IsPackedQuant(dtype) && dtype != DType::kQ4_Z)) || weights[0].shape.size() != 2) return none();
+  if (!(q8_0 || IsPackedQuant(dtype)) || weights[0].shape.size() != 2) return none();
   const auto super_block_type = [](DType t) { return IsPackedQuant(t) && DTypeBlockSize(t) == kKQuantBlockElements; };
   const int64_t k = weights[0].dim(1);
   const bool with_bias = !biases[0].empty();

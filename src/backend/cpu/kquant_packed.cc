@@ -102,13 +102,15 @@ void PackBlock32Row(const Block& b, int64_t r, uint8_t* rec) {
 
 // The longest run of blocks (a divisor of nb) over which every row of a Q4_Z weight repeats
 // its (d, z): the checkpoint's group size / 32, so each group's params are stored once.
-int64_t Q4_ZGroupBlocks(const BlockQ4_Z* w, int64_t n, int64_t nb) {
+// rows[i]: row i's first block (the rows of a stacked weight come from several arrays; parts
+// with different groups share the longest run common to all).
+int64_t Q4_ZGroupBlocks(std::span<const uint8_t* const> rows, int64_t nb) {
   const auto same = [](const BlockQ4_Z& a, const BlockQ4_Z& b) { return a.d == b.d && a.z == b.z; };
   for (int64_t gb = nb; gb > 1; --gb) {
     if (nb % gb != 0) continue;
     bool uniform = true;
-    for (int64_t row = 0; row < n && uniform; ++row) {
-      const BlockQ4_Z* r = w + row * nb;
+    for (size_t row = 0; row < rows.size() && uniform; ++row) {
+      const auto* r = reinterpret_cast<const BlockQ4_Z*>(rows[row]);
       for (int64_t b = 0; b < nb && uniform; ++b) uniform = same(r[b], r[b - b % gb]);
     }
     if (uniform) return gb;
@@ -117,7 +119,7 @@ int64_t Q4_ZGroupBlocks(const BlockQ4_Z* w, int64_t n, int64_t nb) {
 }
 
 // Q4_Z's group params: per strip and group, d [16] fp16 then z [16] (padding rows 0).
-void PackQ4_ZParams(const BlockQ4_Z* w, KQuantPackedWeight& p) {
+void PackQ4_ZParams(std::span<const uint8_t* const> rows, KQuantPackedWeight& p) {
   const int64_t groups = p.num_groups();
   uint8_t* base = p.group_params.get();
   std::memset(base, 0, static_cast<size_t>(p.num_strips * groups * kQ4_ZGroupParamBytes));
@@ -125,7 +127,8 @@ void PackQ4_ZParams(const BlockQ4_Z* w, KQuantPackedWeight& p) {
     for (int64_t g = 0; g < groups; ++g) {
       uint8_t* out = base + (s * groups + g) * kQ4_ZGroupParamBytes;
       for (int64_t r = 0; r < kKQuantPackRows && s * kKQuantPackRows + r < p.n; ++r) {
-        const BlockQ4_Z& b = w[(s * kKQuantPackRows + r) * p.nsb + g * p.group_blocks];
+        const BlockQ4_Z& b =
+            reinterpret_cast<const BlockQ4_Z*>(rows[static_cast<size_t>(s * kKQuantPackRows + r)])[g * p.group_blocks];
         std::memcpy(out + 2 * r, &b.d, 2);
         out[kquant_packed::kQ4_ZParamZ + r] = b.z;
       }
@@ -223,11 +226,10 @@ void PackRow(DType dtype, const void* w, int64_t index, int64_t r, uint8_t* rec)
 
 namespace {
 
-// The records of the rows whose first blocks are at row_blocks[0..n); q4_z: the whole Q4_Z
-// array, whose group params are found over all its rows (null for the other types).
-std::unique_ptr<KQuantPackedWeight> PackRows(DType dtype, std::span<const uint8_t* const> row_blocks, int64_t k,
-                                             const BlockQ4_Z* q4_z) {
-  PAGELLM_CHECK(IsPackedQuant(dtype) && k % DTypeBlockSize(dtype) == 0 && (dtype == DType::kQ4_Z) == (q4_z != nullptr));
+// The records of the rows whose first blocks are at row_blocks[0..n) (Q4_Z: its group
+// params found over all of them).
+std::unique_ptr<KQuantPackedWeight> PackRows(DType dtype, std::span<const uint8_t* const> row_blocks, int64_t k) {
+  PAGELLM_CHECK(IsPackedQuant(dtype) && k % DTypeBlockSize(dtype) == 0);
   const int64_t n = static_cast<int64_t>(row_blocks.size());
   auto p = std::make_unique<KQuantPackedWeight>();
   p->dtype = dtype;
@@ -240,11 +242,11 @@ std::unique_ptr<KQuantPackedWeight> PackRows(DType dtype, std::span<const uint8_
   p->data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
   if (p->data == nullptr) return nullptr;
   if (dtype == DType::kQ4_Z) {
-    p->group_blocks = Q4_ZGroupBlocks(q4_z, n, p->nsb);
+    p->group_blocks = Q4_ZGroupBlocks(row_blocks, p->nsb);
     const int64_t param_bytes = p->num_strips * p->num_groups() * kQ4_ZGroupParamBytes;
     p->group_params.reset(static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>((param_bytes + 63) / 64 * 64))));
     if (p->group_params == nullptr) return nullptr;
-    PackQ4_ZParams(q4_z, *p);
+    PackQ4_ZParams(row_blocks, *p);
   }
   const int64_t nsb = p->nsb, num_strips = p->num_strips, rec_bytes = p->record_bytes;
 #pragma omp parallel for schedule(static)
@@ -277,14 +279,12 @@ std::vector<const uint8_t*> RowBlocks(DType dtype, std::span<const void* const> 
 std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::Pack(DType dtype, const void* w, int64_t n, int64_t k) {
   const void* parts[] = {w};
   const int64_t rows[] = {n};
-  return PackRows(dtype, RowBlocks(dtype, parts, rows, k), k,
-                  dtype == DType::kQ4_Z ? static_cast<const BlockQ4_Z*>(w) : nullptr);
+  return PackRows(dtype, RowBlocks(dtype, parts, rows, k), k);
 }
 
 std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::PackStacked(DType dtype, std::span<const void* const> parts,
                                                                     std::span<const int64_t> part_rows, int64_t k) {
-  PAGELLM_CHECK(dtype != DType::kQ4_Z);  // its group params are found over one array
-  return PackRows(dtype, RowBlocks(dtype, parts, part_rows, k), k, nullptr);
+  return PackRows(dtype, RowBlocks(dtype, parts, part_rows, k), k);
 }
 
 void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,

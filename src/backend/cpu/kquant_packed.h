@@ -99,8 +99,9 @@ struct KQuantPackedWeight {
   // w: n rows of blocks of `dtype` (IsPackedQuant), k a multiple of its block size. Null when the
   // array cannot be allocated.
   static std::unique_ptr<KQuantPackedWeight> Pack(DType dtype, const void* w, int64_t n, int64_t k);
-  // Pack of several weights' rows stacked: parts[i] holds part_rows[i] rows of `dtype` and k
-  // (not kQ4_Z). The same records as Pack of their concatenation.
+  // Pack of several weights' rows stacked: parts[i] holds part_rows[i] rows of `dtype` and k.
+  // The same records as Pack of their concatenation (Q4_Z: the same group params, over the
+  // longest run of blocks every part's (d, z) repeat over).
   static std::unique_ptr<KQuantPackedWeight> PackStacked(DType dtype, std::span<const void* const> parts,
                                                          std::span<const int64_t> part_rows, int64_t k);
 };

@@ -266,10 +266,28 @@ TEST_P(KQuantPacked, RowsReadBackAsTheFileGivesThem) {
   }
 }
 
+// Views of stacked parts: part i is rows[i] x k of `dtype` in blocks[i], its bias bias_values[i].
+void PartViews(const std::vector<std::vector<uint8_t>>& blocks, const std::vector<std::vector<float>>& bias_values,
+               DType dtype, const std::vector<int64_t>& rows, int64_t k, std::vector<TensorView>& weights,
+               std::vector<TensorView>& biases) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TensorView w;
+    w.data = const_cast<uint8_t*>(blocks[i].data());
+    w.dtype = dtype;
+    w.shape = {rows[i], k};
+    weights.push_back(w);
+    TensorView b;
+    b.data = const_cast<float*>(bias_values[i].data());
+    b.dtype = DType::kF32;
+    b.shape = {rows[i]};
+    biases.push_back(b);
+  }
+}
+
 // CpuBackend's stacked linear (q|k|v, gate|up in one call) writes each part's columns into
 // its own output, bit for bit what each part prepared alone gives, at GEMV and GEMM row
 // counts, with and without biases; nothing is written past an output; parts of different
-// 256-column types too. Types or shapes it cannot stack (Q4_Z, a 32-column type mixed with
+// 256-column types too. Types or shapes it cannot stack (a 32-column type mixed with
 // another, a middle part that is not whole strips) give null.
 TEST_P(KQuantPacked, StackedLinearEqualsItsPartsBitForBit) {
   const DType dtype = GetParam();
@@ -283,25 +301,8 @@ TEST_P(KQuantPacked, StackedLinearEqualsItsPartsBitForBit) {
     blocks.push_back(RandomBlocks(dtype, n, k, seed++));
     bias_values.push_back(RandomFloats(static_cast<size_t>(n), seed++, 0.5f));
   }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    TensorView w;
-    w.data = blocks[i].data();
-    w.dtype = dtype;
-    w.shape = {rows[i], k};
-    weights.push_back(w);
-    TensorView b;
-    b.data = bias_values[i].data();
-    b.dtype = DType::kF32;
-    b.shape = {rows[i]};
-    biases.push_back(b);
-  }
+  PartViews(blocks, bias_values, dtype, rows, k, weights, biases);
   CpuBackend be;
-  if (dtype == DType::kQ4_Z) {
-    auto stacked = be.PrepareStackedLinear(weights, std::vector<TensorView>(rows.size()));
-    ASSERT_TRUE(stacked.ok()) << stacked.status().ToString();
-    EXPECT_EQ(*stacked, nullptr);
-    return;
-  }
   // It also checks that a middle part of 40 rows (a strip across two outputs) is refused.
   ExpectStacksAsItsParts(be, weights, biases, k, seed);
   // Mixed types: the 256-column types stack with each other (one packed copy per run of one
@@ -319,6 +320,32 @@ TEST_P(KQuantPacked, StackedLinearEqualsItsPartsBitForBit) {
     auto mixed_result = be.PrepareStackedLinear(mixed_parts, std::vector<TensorView>(3));
     ASSERT_TRUE(mixed_result.ok());
     EXPECT_EQ(*mixed_result, nullptr);
+  }
+}
+
+// AWQ / GPTQ's q|k|v and gate|up stack too: the stacked copy stores each group's (d, z) once
+// over the longest run of blocks that every part repeats them over (the checkpoint's group:
+// 128 columns here; 64 when one part's groups are 64), and each part's columns come out bit
+// for bit what it gives prepared alone.
+TEST(KQuantPackedQ4_Z, StackedPartsKeepTheirGroups) {
+  const int64_t k = 512;
+  for (int64_t second_group : {128, 64}) {
+    const std::vector<int64_t> rows = {32, 16, 24};
+    std::vector<std::vector<uint8_t>> blocks;
+    std::vector<std::vector<float>> bias_values;
+    std::vector<TensorView> weights, biases;
+    uint32_t seed = 500;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      blocks.push_back(GroupedQ4_Z(rows[i], k, i == 1 ? second_group : 128, seed++));
+      bias_values.push_back(RandomFloats(static_cast<size_t>(rows[i]), seed++, 0.5f));
+    }
+    PartViews(blocks, bias_values, DType::kQ4_Z, rows, k, weights, biases);
+    const void* parts[] = {blocks[0].data(), blocks[1].data(), blocks[2].data()};
+    const auto packed = KQuantPackedWeight::PackStacked(DType::kQ4_Z, parts, rows, k);
+    ASSERT_NE(packed, nullptr);
+    EXPECT_EQ(packed->group_blocks, second_group / 32);
+    CpuBackend be;
+    ExpectStacksAsItsParts(be, weights, biases, k, seed);
   }
 }
 
