@@ -145,7 +145,11 @@ const cases = [
   ["a rollout to the same version completes under load with zero failed requests", async () => {
     await allReady();
     const load = startBenchLoad(rate);
-    const r = await runRollout([], 20, 1.0, path.join(dir, "audit1.jsonl"));
+    // Slack 0.5 s: the P99 of the ~25 requests a window sees is their slowest, and in a full
+    // CI run (other tests on the same 2 cores) one same-version worker once drew a 0.21 s
+    // TTFT against its peers' 0.016 s and was rolled back. A real regression is judged below
+    // (2.4 s against 0.009 s).
+    const r = await runRollout([], 20, 1.0, path.join(dir, "audit1.jsonl"), 0.5);
     await load.stop();
     const compares = r.audit.filter((a) => a.action === "compare");
     console.log(`  bench serve: ${load.stats.completed} requests completed, ${load.stats.failed} failed (${load.stats.runs} ` +
