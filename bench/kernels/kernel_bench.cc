@@ -147,6 +147,7 @@ struct PackedRun {
   bool avx512 = false;
   const Bf16PackedWeight* bf16 = nullptr;  // or a bf16 weight packed as CpuBackend does
   const KQuantPackedWeight* kq = nullptr;   // or a k-quant weight rearranged as CpuBackend does
+  KQuantKernels kq_kernels = KQuantKernels::kAvx2;
 };
 
 // One cold Linear call: `flush_bytes` of `flush_ptr` are clflushed (or the whole cache
@@ -157,7 +158,7 @@ Timing TimeCold(CpuBackend& be, const LinearWeight& w, const std::vector<float>&
   auto run = [&] {
     if (packed.w != nullptr) RunQ8_0Packed(*packed.w, x.data(), m, nullptr, y.data(), packed.avx512);
     else if (packed.bf16 != nullptr) RunBf16Packed(*packed.bf16, x.data(), m, nullptr, y.data(), packed.avx512);
-    else if (packed.kq != nullptr) RunKQuantPacked(*packed.kq, x.data(), m, nullptr, y.data(), packed.avx512);
+    else if (packed.kq != nullptr) RunKQuantPacked(*packed.kq, x.data(), m, nullptr, y.data(), packed.kq_kernels);
     else be.Linear(w, x.data(), m, y.data());
   };
   run();  // warm-up: primitive creation, page faults
@@ -244,7 +245,8 @@ int main(int argc, char** argv) {
     const bool vnni = be.options().int8_isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
     const auto q4k = KQuantPackedWeight::Pack(DType::kQ4_K, w.q4k.data(), s.n, s.k);
     const auto q6k = KQuantPackedWeight::Pack(DType::kQ6_K, w.q6k.data(), s.n, s.k);
-    const PackedRun q4k_run{.avx512 = vnni, .kq = q4k.get()}, q6k_run{.avx512 = vnni, .kq = q6k.get()};
+    const KQuantKernels kq_kernels = be.options().amx_int8 ? KQuantKernels::kAmx : vnni ? KQuantKernels::kAvx512 : KQuantKernels::kAvx2;
+    const PackedRun q4k_run{.kq = q4k.get(), .kq_kernels = kq_kernels}, q6k_run{.kq = q6k.get(), .kq_kernels = kq_kernels};
     const double elems = static_cast<double>(s.n * s.k);
     struct Kind { const char* name; CpuBackend* be; const LinearWeight* w; const void* data; double bytes_per_elem; };
     // bf16 GEMV and q8_0 read the views in place (clflush them); q8_0r runs a packed copy

@@ -29,8 +29,9 @@ State& GetState() {
     s->entries["reference"].factory = [] { return StatusOr<std::unique_ptr<Backend>>(std::make_unique<ReferenceBackend>()); };
     s->entries["cpu"].factory = [] {
       auto cpu = std::make_unique<CpuBackend>();
-      PLOG_INFO("cpu backend: float/bf16 kernels {}, int8 kernels {}", CpuIsaName(cpu->options().isa),
-                cpu->options().int8_isa == CpuIsa::kAvx512 ? "avx512-vnni" : "avx2");
+      PLOG_INFO("cpu backend: float/bf16 kernels {}, int8 kernels {}{}", CpuIsaName(cpu->options().isa),
+                cpu->options().int8_isa == CpuIsa::kAvx512 ? "avx512-vnni" : "avx2",
+                cpu->options().amx_int8 ? " (k-quant batches on amx-int8)" : "");
       return StatusOr<std::unique_ptr<Backend>>(std::move(cpu));
     };
     return s;

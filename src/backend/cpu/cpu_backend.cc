@@ -145,6 +145,12 @@ CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
     options_.isa = CpuIsa::kAvx2;
   }
   int8_avx512_ = options_.int8_isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
+  // Options that pin the int8 kernels to AVX2 turn AMX off with them.
+  if (options_.amx_int8 && int8_avx512_ && !CpuSupportsAmxInt8()) {
+    PLOG_WARN("CpuBackend: AMX-INT8 requested but not usable here; using avx512-vnni");
+  }
+  options_.amx_int8 = options_.amx_int8 && int8_avx512_ && CpuSupportsAmxInt8();
+  kquant_kernels_ = options_.amx_int8 ? KQuantKernels::kAmx : int8_avx512_ ? KQuantKernels::kAvx512 : KQuantKernels::kAvx2;
 }
 
 const LinearWeight* CpuBackend::RowSourceFor(const TensorView& table) const {
@@ -378,7 +384,7 @@ void CpuBackend::LinearStacked(const LinearWeight& weight, const float* x, int64
                                 .bias = bias != nullptr ? bias + row0 : nullptr};
     row0 += packed->n;
   }
-  RunKQuantPackedSections({sections, num_sections}, x, num_rows, int8_avx512_);
+  RunKQuantPackedSections({sections, num_sections}, x, num_rows, kquant_kernels_);
 }
 
 std::vector<std::span<const std::byte>> CpuBackend::TakeCopiedSources() {
@@ -402,7 +408,7 @@ void CpuBackend::Linear(const LinearWeight& weight, const float* x, int64_t num_
   if (w.q8_0 != nullptr) return RunQ8_0Packed(*w.q8_0, x, num_rows, bias, y, int8_avx512_);
   if (w.kquant != nullptr) {
     PAGELLM_CHECK(w.kquant_more.empty());  // a stacked weight of several types runs through LinearStacked
-    return RunKQuantPacked(*w.kquant, x, num_rows, bias, y, int8_avx512_);
+    return RunKQuantPacked(*w.kquant, x, num_rows, bias, y, kquant_kernels_);
   }
   if (w.weight.dtype == DType::kQ8_0) return RunQ8_0(w.weight, x, num_rows, bias, y, int8);
   if (w.w8a8 != nullptr) return RunW8A8(*w.w8a8, x, num_rows, bias, y, int8);

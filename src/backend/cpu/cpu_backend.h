@@ -31,6 +31,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/kquant_packed.h"
 #include "backend/reference/reference_backend.h"
 
 namespace pagellm {
@@ -50,6 +51,10 @@ struct CpuBackendOptions {
   // The int8 kernels' own choice (DetectCpuInt8Isa): AVX-512 VNNI wherever the CPU has it,
   // also without BF16. Tests that pin `isa` pin this too.
   CpuIsa int8_isa = DetectCpuInt8Isa();
+  // k-quant linears of more than 4 rows on AMX-INT8 tiles (AmxInt8Default: where the CPU
+  // and OS allow it, unless PAGELLM_AMX=0); bit for bit the VNNI kernels' results. Needs
+  // int8_isa == kAvx512.
+  bool amx_int8 = AmxInt8Default();
   // Linear calls with at most this many rows use the GEMV kernels (or the packed bf16
   // kernel); more rows use oneDNN when it holds a copy. Measured with linear_bench (see the report in the commit history): the
   // hand-written GEMV wins up to about 4 rows on this class of machine.
@@ -107,6 +112,7 @@ class CpuBackend final : public Backend {
  private:
   CpuBackendOptions options_;
   bool int8_avx512_ = false;  // isa == kAvx512 and the CPU has AVX-512 VNNI
+  KQuantKernels kquant_kernels_ = KQuantKernels::kAvx2;  // from int8_avx512_ and amx_int8
   std::atomic<int64_t> prepared_bytes_{0};  // see prepared_weight_bytes()
   std::mutex copied_mu_;
   std::vector<std::span<const std::byte>> copied_sources_;  // see TakeCopiedSources(); guarded by copied_mu_

@@ -30,4 +30,13 @@ CpuIsa DetectCpuIsa();
 // float/bf16 kernels stay AVX2. PAGELLM_ISA=avx2 forces the baseline here too.
 CpuIsa DetectCpuInt8Isa();
 
+// True when this CPU has AMX-INT8 (and AVX-512 VNNI), the OS enables the tile state in
+// XCR0 and Linux granted this process its use (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
+// here): the k-quant kernels may then run batches on tiles (kquant_packed.h).
+bool CpuSupportsAmxInt8();
+
+// Whether the k-quant kernels use AMX for batches: CpuSupportsAmxInt8(), unless
+// PAGELLM_AMX=0 (A/B runs) or PAGELLM_ISA=avx2.
+bool AmxInt8Default();
+
 }  // namespace pagellm

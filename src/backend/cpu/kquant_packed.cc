@@ -288,18 +288,22 @@ std::unique_ptr<KQuantPackedWeight> KQuantPackedWeight::PackStacked(DType dtype,
 }
 
 void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
-                     bool avx512) {
+                     KQuantKernels kernels) {
   const LinearOutput out[] = {{y, w.n}};
-  RunKQuantPackedParts(w, x, num_rows, bias, out, avx512);
+  RunKQuantPackedParts(w, x, num_rows, bias, out, kernels);
 }
 
 void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias,
-                          std::span<const LinearOutput> outs, bool avx512) {
+                          std::span<const LinearOutput> outs, KQuantKernels kernels) {
   const KQuantSection section{.w = &w, .outs = outs, .bias = bias};
-  RunKQuantPackedSections({&section, 1}, x, num_rows, avx512);
+  RunKQuantPackedSections({&section, 1}, x, num_rows, kernels);
 }
 
-void RunKQuantPackedSections(std::span<const KQuantSection> sections, const float* x, int64_t num_rows, bool avx512) {
+void RunKQuantPackedSections(std::span<const KQuantSection> sections, const float* x, int64_t num_rows,
+                             KQuantKernels kernels) {
+  const bool avx512 = kernels != KQuantKernels::kAvx2;
+  const bool gemv = num_rows <= kKQuantGemvRows;
+  const bool amx = !gemv && (kernels == KQuantKernels::kAmx || kernels == KQuantKernels::kAmxModel);
   const int64_t num_sections = static_cast<int64_t>(sections.size());
   PAGELLM_CHECK(num_sections >= 1 && num_sections <= kMaxKQuantSections);
   const KQuantPackedWeight& w0 = *sections[0].w;
@@ -309,12 +313,21 @@ void RunKQuantPackedSections(std::span<const KQuantSection> sections, const floa
     PAGELLM_CHECK(w.k == w0.k && (num_sections == 1 || DTypeBlockSize(w.dtype) == kKQuantBlockElements));
     dtypes[s] = w.dtype;
   }
-  const auto strips = avx512 ? kquant_packed::StripsAvx512 : kquant_packed::StripsAvx2;
+  const bool model_tiles = kernels == KQuantKernels::kAmxModel;
+  const auto strips = [&](const PackedActs& acts, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
+                          const float* bias, float* y) {
+    if (amx) return kquant_packed::StripsAmx(acts, w, s_begin, s_end, bias, y, model_tiles);
+    if (avx512) return kquant_packed::StripsAvx512(acts, w, s_begin, s_end, bias, y);
+    kquant_packed::StripsAvx2(acts, w, s_begin, s_end, bias, y);
+  };
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;
   thread_local std::vector<int32_t> aux;
   const int64_t aux_per_section = num_rows * w0.nsb * (DTypeBlockSize(w0.dtype) == 32 ? 1 : 16);
-  q.resize(static_cast<size_t>(num_rows * w0.k));
+  // The AMX tiles read activation rows 16 at a time: zero rows pad x's to a multiple of 16.
+  const int64_t q_rows = amx ? (num_rows + 15) / 16 * 16 : num_rows;
+  q.resize(static_cast<size_t>(q_rows * w0.k));
+  std::memset(q.data() + num_rows * w0.k, 0, static_cast<size_t>((q_rows - num_rows) * w0.k));
   d.resize(static_cast<size_t>(num_rows * w0.nsb));
   aux.resize(static_cast<size_t>(num_sections * aux_per_section));
   int8_t* acts_q = q.data();
@@ -335,7 +348,7 @@ void RunKQuantPackedSections(std::span<const KQuantSection> sections, const floa
   const PartItem* item = items.data();
   const int32_t* item_sec = item_section.data();
   const int64_t num_items = static_cast<int64_t>(items.size());
-  const int64_t grain = num_rows <= 4 ? std::max<int64_t>(1, num_items / 64) : 1;
+  const int64_t grain = gemv ? std::max<int64_t>(1, num_items / 64) : 1;
   auto run_item = [&](int64_t i) {
     const KQuantSection& sec = sections[static_cast<size_t>(item_sec[i])];
     const LinearOutput& out = sec.outs[static_cast<size_t>(item[i].out)];
@@ -345,14 +358,14 @@ void RunKQuantPackedSections(std::span<const KQuantSection> sections, const floa
   };
   const std::span<const DType> types(dtypes, static_cast<size_t>(num_sections));
   // As RunQ8_0Packed: the GEMM quantizes its rows inside the one parallel region.
-  if (num_rows <= 4) QuantizeActs(types, x, w0.k, 0, num_rows, acts_q, acts_d, acts_aux, avx512);
+  if (gemv) QuantizeActs(types, x, w0.k, 0, num_rows, acts_q, acts_d, acts_aux, avx512);
 #pragma omp parallel
   {
-    if (num_rows > 4) {
+    if (!gemv) {
 #pragma omp for schedule(static)
       for (int64_t m = 0; m < num_rows; ++m) QuantizeActs(types, x, w0.k, m, m + 1, acts_q, acts_d, acts_aux, avx512);
     }
-    ShareItems(num_items, num_rows <= 4, grain, run_item);
+    ShareItems(num_items, gemv, grain, run_item);
   }
 }
 

@@ -39,7 +39,7 @@
 // offset starts the dot at -32 * sum(x); Q4_Z's zero points start it at -z * sum(x) per row. Numerics: bit for bit GemmKQuantReference (backend/kquant_gemm.h).
 //
 //   auto packed = KQuantPackedWeight::Pack(DType::kQ4_K, blocks, n, k);   // load time
-//   RunKQuantPacked(*packed, x, num_rows, bias, y, /*avx512=*/true);
+//   RunKQuantPacked(*packed, x, num_rows, bias, y, KQuantKernels::kAvx512);
 #pragma once
 
 #include <algorithm>
@@ -106,15 +106,28 @@ struct KQuantPackedWeight {
                                                          std::span<const int64_t> part_rows, int64_t k);
 };
 
-// y [M, N] = x [M, K] . W^T (+ bias [N], or null). avx512 needs CpuSupportsAvx512Vnni().
+// Which kernels run the products; every choice gives the same floats bit for bit.
+enum class KQuantKernels {
+  kAvx2,
+  kAvx512,  // AVX-512 VNNI: needs CpuSupportsAvx512Vnni()
+  // kAvx512 for up to kKQuantGemvRows activation rows, AMX-INT8 tiles above (batches,
+  // prefill): needs CpuSupportsAmxInt8().
+  kAmx,
+  // kAmx with the tiles simulated in software (amx_tiles.h): slow; for tests of the AMX
+  // kernels on machines without AMX. Needs CpuSupportsAvx512Vnni().
+  kAmxModel,
+};
+inline constexpr int64_t kKQuantGemvRows = 4;  // the GEMV tiles' rows; more take the GEMM path
+
+// y [M, N] = x [M, K] . W^T (+ bias [N], or null).
 void RunKQuantPacked(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias, float* y,
-                     bool avx512);
+                     KQuantKernels kernels);
 
 // The same product with the columns split over `outs` in order (the n sum to w.n; each but
 // the last a multiple of 16, so no strip spans two): one call, one fork, for q|k|v or
 // gate|up. Bit for bit the columns RunKQuantPacked gives. bias [w.n] or null.
 void RunKQuantPackedParts(const KQuantPackedWeight& w, const float* x, int64_t num_rows, const float* bias,
-                          std::span<const LinearOutput> outs, bool avx512);
+                          std::span<const LinearOutput> outs, KQuantKernels kernels);
 
 // One packed weight of RunKQuantPackedSections, its columns split over `outs` as in
 // RunKQuantPackedParts. bias [w->n] or null.
@@ -129,6 +142,7 @@ inline constexpr int64_t kMaxKQuantSections = 8;
 // linear whose parts differ in type, as q|k in Q4_K and v in Q6_K in half the layers of a
 // Q4_K_M file. All of one k; more than one section only of the 256-column types (Q4_K, Q5_K,
 // Q6_K, IQ4_XS), whose activations quantize alike. Bit for bit each section's RunKQuantPackedParts.
-void RunKQuantPackedSections(std::span<const KQuantSection> sections, const float* x, int64_t num_rows, bool avx512);
+void RunKQuantPackedSections(std::span<const KQuantSection> sections, const float* x, int64_t num_rows,
+                             KQuantKernels kernels);
 
 }  // namespace pagellm

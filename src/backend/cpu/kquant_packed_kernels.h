@@ -48,5 +48,10 @@ void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_be
                   const float* bias, float* y);
 void StripsAvx2(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
                 const float* bias, float* y);
+// The same on AMX tiles (kquant_packed_amx.cc), bit for bit StripsAvx512; x.q padded with
+// rows to a multiple of 16. model_tiles: on the software model of the tiles (amx_tiles.h),
+// for machines without AMX (tests); otherwise needs CpuSupportsAmxInt8().
+void StripsAmx(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end, const float* bias,
+               float* y, bool model_tiles);
 
 }  // namespace pagellm::kquant_packed

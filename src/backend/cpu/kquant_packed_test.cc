@@ -54,17 +54,30 @@ std::vector<uint8_t> RandomBlocks(DType dtype, int64_t n, int64_t k, uint32_t se
   return w;
 }
 
-std::vector<bool> Isas() {
-  std::vector<bool> isas = {false};
-  if (CpuSupportsAvx512Vnni()) isas.push_back(true);
+// Every kernel choice this machine can run: AVX2; AVX-512 VNNI; the AMX tile kernels on
+// the software model of the tiles (any AVX-512 VNNI machine) and on the hardware (AMX).
+std::vector<KQuantKernels> Isas() {
+  std::vector<KQuantKernels> isas = {KQuantKernels::kAvx2};
+  if (CpuSupportsAvx512Vnni()) isas.insert(isas.end(), {KQuantKernels::kAvx512, KQuantKernels::kAmxModel});
+  if (CpuSupportsAmxInt8()) isas.push_back(KQuantKernels::kAmx);
   return isas;
 }
 
+std::string IsaName(KQuantKernels k) {
+  switch (k) {
+    case KQuantKernels::kAvx2: return "avx2";
+    case KQuantKernels::kAvx512: return "avx512";
+    case KQuantKernels::kAmx: return "amx";
+    case KQuantKernels::kAmxModel: return "amx-model";
+  }
+  return "?";
+}
+
 std::vector<float> RunPacked(const KQuantPackedWeight& w, const std::vector<float>& x, int64_t m, const float* bias,
-                             bool avx512) {
+                             KQuantKernels kernels) {
   const size_t size = static_cast<size_t>(m * w.n);
   std::vector<float> y(size + 64, -7.25f);
-  RunKQuantPacked(w, x.data(), m, bias, y.data(), avx512);
+  RunKQuantPacked(w, x.data(), m, bias, y.data(), kernels);
   for (size_t i = size; i < y.size(); ++i) EXPECT_EQ(y[i], -7.25f) << "write past y at " << i;
   y.resize(size);
   return y;
@@ -101,10 +114,36 @@ TEST_P(KQuantPacked, KernelsEqualScalarReferenceBitForBit) {
     ASSERT_NE(p, nullptr);
     for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
       const std::vector<float> want = RunReference(dtype, w, c.n, c.k, x, c.m, b);
-      for (bool avx512 : Isas()) {
-        ExpectBitEqual(RunPacked(*p, x, c.m, b, avx512), want,
-                       ::testing::PrintToString(std::vector<int64_t>{c.m, c.n, c.k}) + (avx512 ? " avx512" : " avx2") +
+      for (KQuantKernels isa : Isas()) {
+        ExpectBitEqual(RunPacked(*p, x, c.m, b, isa), want,
+                       ::testing::PrintToString(std::vector<int64_t>{c.m, c.n, c.k}) + " " + IsaName(isa) +
                            (b ? " bias" : ""));
+      }
+    }
+  }
+}
+
+// The AMX tile kernels at the row counts their tiles split at (1 or 2 tiles of 16
+// activation rows, the last partial; 1 or 2 strips per tile, odd strip counts), against the
+// reference bit for bit (on the software model of the tiles here, and on the hardware where
+// the CPU has AMX): the floats of every kernel choice are the same.
+TEST_P(KQuantPacked, AmxTileRowCountsBitForBit) {
+  const DType dtype = GetParam();
+  uint32_t seed = 900;
+  for (int64_t m : {5, 16, 17, 31, 32, 33, 50}) {
+    for (int64_t n : {16, 67}) {
+      for (int64_t k : {256, 768}) {
+        const std::vector<uint8_t> w = RandomBlocks(dtype, n, k, seed++);
+        const std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), seed++, 1.0f);
+        const std::vector<float> bias = RandomFloats(static_cast<size_t>(n), seed++, 0.5f);
+        const auto p = KQuantPackedWeight::Pack(dtype, w.data(), n, k);
+        ASSERT_NE(p, nullptr);
+        const float* b = n == 67 ? bias.data() : nullptr;
+        const std::vector<float> want = RunReference(dtype, w, n, k, x, m, b);
+        for (KQuantKernels isa : Isas()) {
+          ExpectBitEqual(RunPacked(*p, x, m, b, isa), want,
+                         ::testing::PrintToString(std::vector<int64_t>{m, n, k}) + " " + IsaName(isa));
+        }
       }
     }
   }
@@ -126,7 +165,7 @@ TEST_P(KQuantPacked, ActivationEdgesBitForBit) {
   for (int64_t i = 6 * k; i < 7 * k; ++i) x[static_cast<size_t>(i)] *= 1e-38f;   // row 6: -127 / max overflows
   const auto p = KQuantPackedWeight::Pack(dtype, w.data(), n, k);
   const std::vector<float> want = RunReference(dtype, w, n, k, x, m, nullptr);
-  for (bool avx512 : Isas()) ExpectBitEqual(RunPacked(*p, x, m, nullptr, avx512), want, avx512 ? "avx512" : "avx2");
+  for (KQuantKernels isa : Isas()) ExpectBitEqual(RunPacked(*p, x, m, nullptr, isa), want, IsaName(isa));
 }
 
 // The AVX-512 activation quantizer against the scalar one, byte for byte: random rows,
@@ -232,9 +271,8 @@ TEST(KQuantPackedQ4_Z, GroupsFoundAndStoredOnce) {
     EXPECT_EQ(p->group_blocks, c.group / 32) << c.group;
     const std::vector<float> x = RandomFloats(static_cast<size_t>(c.m * c.k), seed++, 1.0f);
     const std::vector<float> want = RunReference(DType::kQ4_Z, w, c.n, c.k, x, c.m, nullptr);
-    for (bool avx512 : Isas()) {
-      ExpectBitEqual(RunPacked(*p, x, c.m, nullptr, avx512), want,
-                     "group " + std::to_string(c.group) + (avx512 ? " avx512" : " avx2"));
+    for (KQuantKernels isa : Isas()) {
+      ExpectBitEqual(RunPacked(*p, x, c.m, nullptr, isa), want, "group " + std::to_string(c.group) + " " + IsaName(isa));
     }
   }
   // 4-bit codes plus fp16 scales and 4-bit zeros per group of 128 (AWQ's bytes): 1.008x.
@@ -346,6 +384,35 @@ TEST(KQuantPackedQ4_Z, StackedPartsKeepTheirGroups) {
     EXPECT_EQ(packed->group_blocks, second_group / 32);
     CpuBackend be;
     ExpectStacksAsItsParts(be, weights, biases, k, seed);
+  }
+}
+
+// One call over sections of different 256-column types (q|k in Q4_K, v in Q6_K, as in half
+// a Q4_K_M file's layers), with parts, on the AMX tiles (model and hardware) and AVX-512:
+// the same floats bit for bit at GEMM row counts.
+TEST(KQuantPackedAmx, MixedSectionsEqualTheVnniKernels) {
+  if (!CpuSupportsAvx512Vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  const int64_t k = 512;
+  const std::vector<uint8_t> qk = RandomBlocks(DType::kQ4_K, 48, k, 61), v = RandomBlocks(DType::kQ6_K, 40, k, 62);
+  const auto pqk = KQuantPackedWeight::Pack(DType::kQ4_K, qk.data(), 48, k);
+  const auto pv = KQuantPackedWeight::Pack(DType::kQ6_K, v.data(), 40, k);
+  const std::vector<float> bias = RandomFloats(40, 63, 0.5f);
+  for (int64_t m : {9, 40}) {
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), 64 + static_cast<uint32_t>(m), 1.0f);
+    const auto run = [&](KQuantKernels kernels) {
+      std::vector<float> q(static_cast<size_t>(m * 32)), kk(static_cast<size_t>(m * 16)), vv(static_cast<size_t>(m * 40));
+      const LinearOutput qk_outs[] = {{q.data(), 32}, {kk.data(), 16}}, v_outs[] = {{vv.data(), 40}};
+      const KQuantSection sections[] = {{.w = pqk.get(), .outs = qk_outs, .bias = nullptr},
+                                        {.w = pv.get(), .outs = v_outs, .bias = bias.data()}};
+      RunKQuantPackedSections(sections, x.data(), m, kernels);
+      q.insert(q.end(), kk.begin(), kk.end());
+      q.insert(q.end(), vv.begin(), vv.end());
+      return q;
+    };
+    const std::vector<float> want = run(KQuantKernels::kAvx512);
+    for (KQuantKernels isa : Isas()) {
+      if (isa != KQuantKernels::kAvx2) ExpectBitEqual(run(isa), want, "m " + std::to_string(m) + " " + IsaName(isa));
+    }
   }
 }
 
