@@ -42,59 +42,8 @@ constexpr int kTileRows = 16;  // activation rows of an A tile, weight rows of a
 // Tile registers: A (activations) 0-1, B (codes) 2-3, C (sums) 4-7.
 constexpr int kTileA = 0, kTileB = 2, kTileC = 4;
 
-constexpr bool IsSuperBlock(DType t) {
-  return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K || t == DType::kIQ4_XS;
-}
 // Columns per tdpbsud: one scale's (Q6_K's sub-blocks are 16 columns, every other type's 32).
 constexpr int UnitCols(DType t) { return t == DType::kQ6_K ? 16 : 32; }
-constexpr int BlockCols(DType t) { return IsSuperBlock(t) ? 256 : 32; }
-
-template <int N, class F>
-inline void Unroll(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f.template operator()<I>(), ...); }(std::make_integer_sequence<int, N>{});
-}
-
-// Strip s's codes, one byte per weight, [k / 4][16 rows][4]: the 4-column group g of a
-// record's 32 columns holds columns 4g..4g+3 in its low nibbles and 16+4g.. in its high ones
-// (kquant_packed.h), so its two halves are rows g and 4 + g of the unit's B tile.
-template <DType kType>
-void UnpackStrip(const KQuantPackedWeight& w, int64_t s, uint8_t* out) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4NlPlus128)));
-  constexpr int kBlocks = BlockCols(kType) / 32;  // 32-column blocks per record
-  for (int64_t sb = 0; sb < w.nsb; ++sb) {
-    const uint8_t* rec = w.record(s, sb);
-    for (int blk = 0; blk < kBlocks; ++blk) {
-      uint8_t* o = out + (sb * kBlocks + blk) * 512;
-      if constexpr (kType == DType::kQ6_K) {
-        const __m512i ha = Load(rec + kQ6_KQh + (blk * 2) * 64), hb = Load(rec + kQ6_KQh + (blk * 2 + 1) * 64);
-        Unroll<4>([&]<int G>() {
-          const __m512i v = Load(rec + (blk * 4 + G) * 64);
-          _mm512_storeu_si512(o + G * 64, _mm512_or_si512(_mm512_and_si512(v, low4), HighBits<G>(ha)));
-          _mm512_storeu_si512(o + 256 + G * 64,
-                              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), HighBits<G>(hb)));
-        });
-      } else {
-        __m512i h5 = _mm512_setzero_si512();
-        if constexpr (kType == DType::kQ5_K) h5 = Load(rec + kQ5_KQh + blk * 64);
-        if constexpr (kType == DType::kQ5_0 || kType == DType::kQ5_1) h5 = _mm512_loadu_si512(rec + kQ5_0Qh);
-        for (int g = 0; g < 4; ++g) {
-          const __m512i v = _mm512_loadu_si512(rec + blk * 256 + g * 64);
-          __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-          if constexpr (kType == DType::kQ5_K || kType == DType::kQ5_0 || kType == DType::kQ5_1) {
-            lo = _mm512_or_si512(lo, FifthBitLo(h5, g));
-            hi = _mm512_or_si512(hi, FifthBitHi(h5, g));
-          } else if constexpr (kType == DType::kIQ4_XS || kType == DType::kIQ4_NL) {
-            lo = _mm512_shuffle_epi8(lut, lo);
-            hi = _mm512_shuffle_epi8(lut, hi);
-          }
-          _mm512_storeu_si512(o + g * 64, lo);
-          _mm512_storeu_si512(o + 256 + g * 64, hi);
-        }
-      }
-    }
-  }
-}
 
 // Rows m0 .. m0 + 16 MT of y (those below x.num_rows) for strips s0 .. s0 + NS. codes: the
 // first strip's unpacked codes, the next strip's strip_bytes on.
@@ -200,10 +149,6 @@ void TileAmx(Tiles& t, const PackedActs& x, const KQuantPackedWeight& w, const u
   }
 }
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-
 template <class Tiles, DType kType>
 void StripsOf(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end, const float* bias,
               float* y) {
@@ -216,20 +161,13 @@ void StripsOf(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin,
   for (int i = 0; i < 4; ++i) cfg.Set(kTileC + i, kTileRows, 64);
   thread_local Tiles tiles;
   tiles.Configure(cfg);
-  // The item's strips unpacked, reused by every tile of activation rows.
-  thread_local std::unique_ptr<uint8_t, FreeDeleter> codes;
-  thread_local int64_t codes_bytes = 0;
-  const int64_t strip_bytes = kTileRows * w.k, need = (s_end - s_begin) * strip_bytes;
-  if (need > codes_bytes) {
-    codes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>((need + 63) / 64 * 64))));
-    PAGELLM_CHECK(codes != nullptr);
-    codes_bytes = need;
-  }
-  for (int64_t s = s_begin; s < s_end; ++s) UnpackStrip<kType>(w, s, codes.get() + (s - s_begin) * strip_bytes);
+  // The item's strips unpacked once, read by every tile of activation rows.
+  const uint8_t* codes = UnpackStripsAvx512(w, s_begin, s_end);
+  const int64_t strip_bytes = kKQuantPackRows * w.k;
   for (int64_t m0 = 0; m0 < x.num_rows; m0 += 2 * kTileRows) {
     const bool two_a = x.num_rows - m0 > kTileRows;
     for (int64_t s = s_begin; s < s_end; s += 2) {
-      const uint8_t* c = codes.get() + (s - s_begin) * strip_bytes;
+      const uint8_t* c = codes + (s - s_begin) * strip_bytes;
       const bool two_b = s + 1 < s_end;
       if (two_a && two_b) TileAmx<Tiles, kType, 2, 2>(tiles, x, w, c, strip_bytes, m0, s, bias, y);
       else if (two_a) TileAmx<Tiles, kType, 2, 1>(tiles, x, w, c, strip_bytes, m0, s, bias, y);

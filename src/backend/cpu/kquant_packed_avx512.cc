@@ -8,9 +8,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <string_view>
 
 #include "backend/cpu/kquant_packed_kernels.h"
+#include "common/status.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
@@ -35,6 +39,79 @@ inline void Fill(V (&a)[MR][NC], V v) {
   for (int m = 0; m < MR; ++m)
     for (int j = 0; j < NC; ++j) a[m][j] = v;
 }
+
+// Strip s's codes, one byte per weight, [k / 4][16 rows][4]: the 4-column group g of a
+// record's 32 columns holds columns 4g..4g+3 in its low nibbles and 16+4g.. in its high ones
+// (kquant_packed.h), so its two halves become 4-column groups g and 4 + g.
+template <DType kType>
+void UnpackStrip(const KQuantPackedWeight& w, int64_t s, uint8_t* out) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4NlPlus128)));
+  constexpr int kBlocks = BlockCols(kType) / 32;  // 32-column blocks per record
+  for (int64_t sb = 0; sb < w.nsb; ++sb) {
+    const uint8_t* rec = w.record(s, sb);
+    for (int blk = 0; blk < kBlocks; ++blk) {
+      uint8_t* o = out + (sb * kBlocks + blk) * 512;
+      if constexpr (kType == DType::kQ6_K) {
+        const __m512i ha = Load(rec + kQ6_KQh + (blk * 2) * 64), hb = Load(rec + kQ6_KQh + (blk * 2 + 1) * 64);
+        Unroll<4>([&]<int G>() {
+          const __m512i v = Load(rec + (blk * 4 + G) * 64);
+          _mm512_store_si512(o + G * 64, _mm512_or_si512(_mm512_and_si512(v, low4), HighBits<G>(ha)));
+          _mm512_store_si512(o + 256 + G * 64,
+                             _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), HighBits<G>(hb)));
+        });
+      } else {
+        __m512i h5 = _mm512_setzero_si512();
+        if constexpr (kType == DType::kQ5_K) h5 = Load(rec + kQ5_KQh + blk * 64);
+        if constexpr (kType == DType::kQ5_0 || kType == DType::kQ5_1) h5 = _mm512_loadu_si512(rec + kQ5_0Qh);
+        for (int g = 0; g < 4; ++g) {
+          const __m512i v = _mm512_loadu_si512(rec + blk * 256 + g * 64);
+          __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+          if constexpr (kType == DType::kQ5_K || kType == DType::kQ5_0 || kType == DType::kQ5_1) {
+            lo = _mm512_or_si512(lo, FifthBitLo(h5, g));
+            hi = _mm512_or_si512(hi, FifthBitHi(h5, g));
+          } else if constexpr (kType == DType::kIQ4_XS || kType == DType::kIQ4_NL) {
+            lo = _mm512_shuffle_epi8(lut, lo);
+            hi = _mm512_shuffle_epi8(lut, hi);
+          }
+          _mm512_store_si512(o + g * 64, lo);
+          _mm512_store_si512(o + 256 + g * 64, hi);
+        }
+      }
+    }
+  }
+}
+
+// 4-column groups [kk_begin, kk_end) of one 32-column block of unpacked codes (codes[j]: strip
+// j's block) dotted with the activations from xb (the block's column 0): one zmm load per
+// strip and group, one vpdpbusd per row.
+template <int MR, int NS>
+inline void UnpackedDots(const PackedActs& x, const uint8_t* const (&codes)[NS], const int8_t* xb, int kk_begin,
+                         int kk_end, __m512i (&dot)[MR][NS]) {
+  #pragma GCC unroll 8
+  for (int kk = kk_begin; kk < kk_end; ++kk) {
+    __m512i v[NS];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) v[j] = Load(codes[j] + kk * 64);
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m512i xv = Broadcast4(xb + m * x.k + 4 * kk);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NS; ++j) dot[m][j] = _mm512_dpbusd_epi32(dot[m][j], v[j], xv);
+    }
+  }
+}
+
+// Where a tile's unpacked codes are: strip j of the tile at first + j * 16 k; null when the
+// tile decodes the packed records itself.
+struct Codes {
+  const uint8_t* first = nullptr;
+  int64_t strip_bytes = 0;
+  template <int NS>
+  void Block(int64_t block, const uint8_t* (&out)[NS]) const {
+    for (int j = 0; j < NS; ++j) out[j] = first + j * strip_bytes + block * 512;
+  }
+};
 
 // Stores acc + bias for rows m0.., strips s0.. (masked at w.n).
 template <int MR, int NS>
@@ -148,8 +225,9 @@ inline void BlockDots(const PackedActs& x, const uint8_t* const (&rec)[NS], int6
 }
 
 // Q4_K, or Q5_K when kQ5 (the same record plus a plane of 5th bits).
-template <int MR, int NS, bool kQ5>
-void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
+template <int MR, int NS, bool kQ5, bool kUnpacked>
+void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, const Codes& codes, int64_t m0, int64_t s0,
+              const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
   const int64_t ahead = PrefetchDistance<NS>(w, s0, NS * w.record_bytes);
@@ -161,15 +239,21 @@ void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int sub = 0; sub < 8; ++sub) {
-      PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
       __m512i dot[MR][NS];
       Fill(dot, _mm512_setzero_si512());
-      __m512i h5[NS];
-      if constexpr (kQ5) {
-        #pragma GCC unroll 4
-        for (int j = 0; j < NS; ++j) h5[j] = Load(rec[j] + kQ5_KQh + sub * 64);
+      if constexpr (kUnpacked) {
+        const uint8_t* c[NS];
+        codes.Block<NS>(sb * 8 + sub, c);
+        UnpackedDots<MR, NS>(x, c, xb + sub * 32, 0, 8, dot);
+      } else {
+        PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
+        __m512i h5[NS];
+        if constexpr (kQ5) {
+          #pragma GCC unroll 4
+          for (int j = 0; j < NS; ++j) h5[j] = Load(rec[j] + kQ5_KQh + sub * 64);
+        }
+        BlockDots<MR, NS, kQ5 ? Nibbles::kFifthBit : Nibbles::kPlain>(x, rec, sub * 256, h5, xb + sub * 32, dot);
       }
-      BlockDots<MR, NS, kQ5 ? Nibbles::kFifthBit : Nibbles::kPlain>(x, rec, sub * 256, h5, xb + sub * 32, dot);
       #pragma GCC unroll 4
       for (int j = 0; j < NS; ++j) {
         const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(rec[j] + kQ4_KSc + sub * 16)));
@@ -204,15 +288,17 @@ void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
 }
 
 // One 32-column block of Q6_K (sub-blocks 2 blk, 2 blk + 1) into the int32 sums.
-template <int MR, int NS>
-inline void BlockQ6_K(const PackedActs& x, const uint8_t* const (&rec)[NS], const int8_t* xb, int64_t m0,
-                      int64_t sb, int blk, __m512i (&isum)[MR][NS]) {
+template <int MR, int NS, bool kUnpacked>
+inline void BlockQ6_K(const PackedActs& x, const uint8_t* const (&rec)[NS], const Codes& codes, const int8_t* xb,
+                      int64_t m0, int64_t sb, int blk, __m512i (&isum)[MR][NS]) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512i dot_a[MR][NS], dot_b[MR][NS], ha[NS], hb[NS];
-  #pragma GCC unroll 4
-  for (int j = 0; j < NS; ++j) {
-    ha[j] = Load(rec[j] + kQ6_KQh + (blk * 2) * 64);
-    hb[j] = Load(rec[j] + kQ6_KQh + (blk * 2 + 1) * 64);
+  if constexpr (!kUnpacked) {
+    #pragma GCC unroll 4
+    for (int j = 0; j < NS; ++j) {
+      ha[j] = Load(rec[j] + kQ6_KQh + (blk * 2) * 64);
+      hb[j] = Load(rec[j] + kQ6_KQh + (blk * 2 + 1) * 64);
+    }
   }
   #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) {
@@ -242,10 +328,17 @@ inline void BlockQ6_K(const PackedActs& x, const uint8_t* const (&rec)[NS], cons
       }
     }
   };
-  group.template operator()<0>();
-  group.template operator()<1>();
-  group.template operator()<2>();
-  group.template operator()<3>();
+  if constexpr (kUnpacked) {  // columns 0-15 of the block are its groups 0-3, 16-31 groups 4-7
+    const uint8_t* c[NS];
+    codes.Block<NS>(sb * 8 + blk, c);
+    UnpackedDots<MR, NS>(x, c, xb + blk * 32, 0, 4, dot_a);
+    UnpackedDots<MR, NS>(x, c, xb + blk * 32, 4, 8, dot_b);
+  } else {
+    group.template operator()<0>();
+    group.template operator()<1>();
+    group.template operator()<2>();
+    group.template operator()<3>();
+  }
   #pragma GCC unroll 4
   for (int j = 0; j < NS; ++j) {
     const auto* sc = reinterpret_cast<const __m128i*>(rec[j] + kQ6_KSc + blk * 32);
@@ -258,8 +351,9 @@ inline void BlockQ6_K(const PackedActs& x, const uint8_t* const (&rec)[NS], cons
   }
 }
 
-template <int MR, int NS>
-void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
+template <int MR, int NS, bool kUnpacked>
+void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, const Codes& codes, int64_t m0, int64_t s0,
+              const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
   const int64_t ahead = PrefetchDistance<NS>(w, s0, NS * w.record_bytes);
@@ -271,8 +365,8 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int blk = 0; blk < 8; ++blk) {
-      PrefetchAhead<NS>(rec, blk * w.record_bytes / 8, (blk + 1) * w.record_bytes / 8, ahead);
-      BlockQ6_K<MR, NS>(x, rec, xb, m0, sb, blk, isum);
+      if constexpr (!kUnpacked) PrefetchAhead<NS>(rec, blk * w.record_bytes / 8, (blk + 1) * w.record_bytes / 8, ahead);
+      BlockQ6_K<MR, NS, kUnpacked>(x, rec, codes, xb, m0, sb, blk, isum);
     }
     #pragma GCC unroll 4
     for (int j = 0; j < NS; ++j) {
@@ -291,9 +385,9 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int6
 // centring term (-8 / -16 / -z * sum(x), or -128 * sum(x) for IQ4_NL's codes looked up as
 // value + 128), then one fp32 fma with d_w * d_x. Q4_1 / Q5_1: the dot of the raw codes
 // (from 0), its fma, then a second one adds sum(x) * (m_w * d_x).
-template <int MR, int NS, DType kType>
-void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias,
-                 float* y) {
+template <int MR, int NS, DType kType, bool kUnpacked>
+void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, const Codes& codes, int64_t m0, int64_t s0,
+                 const float* bias, float* y) {
   constexpr bool kAffine = Block32IsAffine(kType);
   constexpr int kShift = kType == DType::kQ4_0 ? 4 : kType == DType::kQ5_0 ? 3 : 0;
   __m512 acc[MR][NS];
@@ -304,7 +398,7 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
     #pragma GCC unroll 4
     for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, b);
     const int8_t* xb = x.q + m0 * x.k + b * 32;
-    PrefetchAhead<NS>(rec, 0, w.record_bytes, ahead);
+    if constexpr (!kUnpacked) PrefetchAhead<NS>(rec, 0, w.record_bytes, ahead);
     __m512i dot[MR][NS], h5[NS];
     if constexpr (kType == DType::kQ4_Z) {  // -z * sum(x), z per row from the group's params
       __m512i z[NS];
@@ -328,14 +422,20 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
         for (int j = 0; j < NS; ++j) dot[m][j] = corr;
       }
     }
-    if constexpr (Block32HasFifthBit(kType)) {
-      #pragma GCC unroll 4
-      for (int j = 0; j < NS; ++j) h5[j] = _mm512_loadu_si512(rec[j] + kQ5_0Qh);
+    if constexpr (kUnpacked) {
+      const uint8_t* c[NS];
+      codes.Block<NS>(b, c);
+      UnpackedDots<MR, NS>(x, c, xb, 0, 8, dot);
+    } else {
+      if constexpr (Block32HasFifthBit(kType)) {
+        #pragma GCC unroll 4
+        for (int j = 0; j < NS; ++j) h5[j] = _mm512_loadu_si512(rec[j] + kQ5_0Qh);
+      }
+      constexpr Nibbles kMode = Block32HasFifthBit(kType) ? Nibbles::kFifthBit
+                                : kType == DType::kIQ4_NL ? Nibbles::kIq4
+                                                          : Nibbles::kPlain;
+      BlockDots<MR, NS, kMode>(x, rec, 0, h5, xb, dot);
     }
-    constexpr Nibbles kMode = Block32HasFifthBit(kType) ? Nibbles::kFifthBit
-                              : kType == DType::kIQ4_NL ? Nibbles::kIq4
-                                                        : Nibbles::kPlain;
-    BlockDots<MR, NS, kMode>(x, rec, 0, h5, xb, dot);
     #pragma GCC unroll 4
     for (int j = 0; j < NS; ++j) {
       const uint8_t* d_w = kType == DType::kQ4_Z ? w.params(s0 + j, b) : rec[j] + Block32D(kType);
@@ -361,8 +461,9 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, i
 
 // IQ4_XS: table values + 128 (vpshufb) from -128 * the sub-block sums, signed sub-block
 // scales, one fp32 fma per super-block.
-template <int MR, int NS>
-void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s0, const float* bias, float* y) {
+template <int MR, int NS, bool kUnpacked>
+void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, const Codes& codes, int64_t m0, int64_t s0,
+               const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
   const int64_t ahead = PrefetchDistance<NS>(w, s0, NS * w.record_bytes);
@@ -374,7 +475,7 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int sub = 0; sub < 8; ++sub) {
-      PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
+      if constexpr (!kUnpacked) PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
       __m512i dot[MR][NS];
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
@@ -382,8 +483,14 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
         #pragma GCC unroll 4
         for (int j = 0; j < NS; ++j) dot[m][j] = corr;
       }
-      const __m512i none[NS] = {};
-      BlockDots<MR, NS, Nibbles::kIq4>(x, rec, sub * 256, none, xb + sub * 32, dot);
+      if constexpr (kUnpacked) {
+        const uint8_t* c[NS];
+        codes.Block<NS>(sb * 8 + sub, c);
+        UnpackedDots<MR, NS>(x, c, xb + sub * 32, 0, 8, dot);
+      } else {
+        const __m512i none[NS] = {};
+        BlockDots<MR, NS, Nibbles::kIq4>(x, rec, sub * 256, none, xb + sub * 32, dot);
+      }
       #pragma GCC unroll 4
       for (int j = 0; j < NS; ++j) {
         const __m512i sc = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(rec[j] + kIq4XsSc + sub * 16)));
@@ -405,19 +512,20 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int
 }
 
 // One tile of NS strips of w's type.
-template <int MR, int NS>
-void TileOf(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s, const float* bias, float* y) {
+template <int MR, int NS, bool kU>
+void TileOf(const PackedActs& x, const KQuantPackedWeight& w, const Codes& c, int64_t m0, int64_t s, const float* bias,
+            float* y) {
   switch (w.dtype) {
-    case DType::kQ4_K: return TileQ4_K<MR, NS, false>(x, w, m0, s, bias, y);
-    case DType::kQ5_K: return TileQ4_K<MR, NS, true>(x, w, m0, s, bias, y);
-    case DType::kQ6_K: return TileQ6_K<MR, NS>(x, w, m0, s, bias, y);
-    case DType::kIQ4_XS: return TileIq4Xs<MR, NS>(x, w, m0, s, bias, y);
-    case DType::kQ4_0: return TileBlock32<MR, NS, DType::kQ4_0>(x, w, m0, s, bias, y);
-    case DType::kQ5_0: return TileBlock32<MR, NS, DType::kQ5_0>(x, w, m0, s, bias, y);
-    case DType::kQ4_1: return TileBlock32<MR, NS, DType::kQ4_1>(x, w, m0, s, bias, y);
-    case DType::kQ5_1: return TileBlock32<MR, NS, DType::kQ5_1>(x, w, m0, s, bias, y);
-    case DType::kQ4_Z: return TileBlock32<MR, NS, DType::kQ4_Z>(x, w, m0, s, bias, y);
-    default: return TileBlock32<MR, NS, DType::kIQ4_NL>(x, w, m0, s, bias, y);
+    case DType::kQ4_K: return TileQ4_K<MR, NS, false, kU>(x, w, c, m0, s, bias, y);
+    case DType::kQ5_K: return TileQ4_K<MR, NS, true, kU>(x, w, c, m0, s, bias, y);
+    case DType::kQ6_K: return TileQ6_K<MR, NS, kU>(x, w, c, m0, s, bias, y);
+    case DType::kIQ4_XS: return TileIq4Xs<MR, NS, kU>(x, w, c, m0, s, bias, y);
+    case DType::kQ4_0: return TileBlock32<MR, NS, DType::kQ4_0, kU>(x, w, c, m0, s, bias, y);
+    case DType::kQ5_0: return TileBlock32<MR, NS, DType::kQ5_0, kU>(x, w, c, m0, s, bias, y);
+    case DType::kQ4_1: return TileBlock32<MR, NS, DType::kQ4_1, kU>(x, w, c, m0, s, bias, y);
+    case DType::kQ5_1: return TileBlock32<MR, NS, DType::kQ5_1, kU>(x, w, c, m0, s, bias, y);
+    case DType::kQ4_Z: return TileBlock32<MR, NS, DType::kQ4_Z, kU>(x, w, c, m0, s, bias, y);
+    default: return TileBlock32<MR, NS, DType::kIQ4_NL, kU>(x, w, c, m0, s, bias, y);
   }
 }
 
@@ -433,15 +541,15 @@ template <int MR>
 void TileRow(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s_begin, int64_t s_end,
              const float* bias, float* y) {
   constexpr int kNs = MR == 1 ? 4 : 2;
+  const Codes none;
   int64_t s = s_begin;
-  for (; s + kNs <= s_end; s += kNs) TileOf<MR, kNs>(x, w, m0, s, bias, y);
-  for (; s < s_end; ++s) TileOf<MR, 1>(x, w, m0, s, bias, y);
+  for (; s + kNs <= s_end; s += kNs) TileOf<MR, kNs, false>(x, w, none, m0, s, bias, y);
+  for (; s < s_end; ++s) TileOf<MR, 1, false>(x, w, none, m0, s, bias, y);
 }
 
-}  // namespace
-
-void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
-                  const float* bias, float* y) {
+// Tiles of up to 4 rows over strips [s_begin, s_end), every tile decoding its records.
+void RowsPacked(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end, const float* bias,
+                float* y) {
   for (int64_t m0 = 0; m0 < x.num_rows; m0 += kMaxTileRows) {
     switch (std::min<int64_t>(kMaxTileRows, x.num_rows - m0)) {
       case 1: TileRow<1>(x, w, m0, s_begin, s_end, bias, y); break;
@@ -449,6 +557,83 @@ void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_be
       case 3: TileRow<3>(x, w, m0, s_begin, s_end, bias, y); break;
       default: TileRow<kMaxTileRows>(x, w, m0, s_begin, s_end, bias, y); break;
     }
+  }
+}
+
+// Every tile of rows over strips s .. s + NS, reading their unpacked codes c.
+template <int NS>
+void RowsUnpacked(const PackedActs& x, const KQuantPackedWeight& w, const Codes& c, int64_t s, const float* bias,
+                  float* y) {
+  for (int64_t m0 = 0; m0 < x.num_rows; m0 += kMaxTileRows) {
+    switch (std::min<int64_t>(kMaxTileRows, x.num_rows - m0)) {
+      case 1: TileOf<1, NS, true>(x, w, c, m0, s, bias, y); break;
+      case 2: TileOf<2, NS, true>(x, w, c, m0, s, bias, y); break;
+      case 3: TileOf<3, NS, true>(x, w, c, m0, s, bias, y); break;
+      default: TileOf<kMaxTileRows, NS, true>(x, w, c, m0, s, bias, y); break;
+    }
+  }
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// Whether a GEMM of num_rows rows unpacks w's codes once per call (one byte per weight)
+// instead of decoding the records in every tile of 4 rows. The unpacked tile loads twice the
+// code bytes, so it pays where decoding costs more than loading: measured on a 2-core Zen 5,
+// in-process alternating calls, Qwen3-0.6B's shapes (time unpacked / decoded per tile):
+// - Q6_K, Q5_K, Q5_0 (top bits or 5th bits or-ed in): 8 rows 1.00-1.09, 16 rows 0.76-0.89,
+//   48 rows 0.71-0.78, 512 rows 0.61-0.65;
+// - Q4_K, Q4_0, Q4_Z, IQ4_XS (a mask and a shift, or a lookup): 8 rows 1.08-1.33, 16 rows
+//   0.96-1.25, 32 rows 0.99-1.07, 48 rows 0.81-0.96, 512 rows 0.79-0.96.
+// PAGELLM_KQUANT_UNPACK=0 decodes in every tile (A/B runs); the results are the same floats.
+bool UnpackForGemm(DType dtype, int64_t num_rows) {
+  static const bool enabled = [] {
+    const char* env = std::getenv("PAGELLM_KQUANT_UNPACK");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  const bool heavy = dtype == DType::kQ6_K || dtype == DType::kQ5_K || dtype == DType::kQ5_0 || dtype == DType::kQ5_1;
+  return enabled && num_rows >= (heavy ? 16 : 48);
+}
+
+}  // namespace
+
+const uint8_t* UnpackStripsAvx512(const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end) {
+  thread_local std::unique_ptr<uint8_t, FreeDeleter> buffer;
+  thread_local int64_t buffer_bytes = 0;
+  const int64_t strip_bytes = kKQuantPackRows * w.k, need = (s_end - s_begin) * strip_bytes;
+  if (need > buffer_bytes) {
+    buffer.reset(static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>((need + 63) / 64 * 64))));
+    PAGELLM_CHECK(buffer != nullptr);
+    buffer_bytes = need;
+  }
+  for (int64_t s = s_begin; s < s_end; ++s) {
+    uint8_t* out = buffer.get() + (s - s_begin) * strip_bytes;
+    switch (w.dtype) {
+      case DType::kQ4_K: UnpackStrip<DType::kQ4_K>(w, s, out); break;
+      case DType::kQ5_K: UnpackStrip<DType::kQ5_K>(w, s, out); break;
+      case DType::kQ6_K: UnpackStrip<DType::kQ6_K>(w, s, out); break;
+      case DType::kIQ4_XS: UnpackStrip<DType::kIQ4_XS>(w, s, out); break;
+      case DType::kQ5_0: UnpackStrip<DType::kQ5_0>(w, s, out); break;
+      case DType::kQ5_1: UnpackStrip<DType::kQ5_1>(w, s, out); break;
+      case DType::kIQ4_NL: UnpackStrip<DType::kIQ4_NL>(w, s, out); break;
+      default: UnpackStrip<DType::kQ4_0>(w, s, out); break;  // Q4_0, Q4_1, Q4_Z: plain nibbles
+    }
+  }
+  return buffer.get();
+}
+
+void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
+                  const float* bias, float* y) {
+  if (!UnpackForGemm(w.dtype, x.num_rows)) return RowsPacked(x, w, s_begin, s_end, bias, y);
+  // A GEMM decodes each record once, into one byte per weight, instead of once per tile of
+  // 4 rows: two strips at a time, which every tile of rows then reads from the L1 (32 KB
+  // at k = 1024).
+  const int64_t strip_bytes = kKQuantPackRows * w.k;
+  for (int64_t s = s_begin; s < s_end; s += 2) {
+    const Codes c{.first = UnpackStripsAvx512(w, s, std::min(s + 2, s_end)), .strip_bytes = strip_bytes};
+    if (s + 2 <= s_end) RowsUnpacked<2>(x, w, c, s, bias, y);
+    else RowsUnpacked<1>(x, w, c, s, bias, y);
   }
 }
 

@@ -7,6 +7,9 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <utility>
+
+#include "tensor/dtype.h"
 
 namespace pagellm::kquant_packed {
 
@@ -33,5 +36,16 @@ inline __m512i FifthBitHi(__m512i h, int g) { return _mm512_and_si512(_mm512_srl
 // How the nibbles of a block decode: plain 4-bit codes, with a 5th bit from a plane
 // (Q5_K, Q5_0), or IQ4 codes looked up as table value + 128.
 enum class Nibbles { kPlain, kFifthBit, kIq4 };
+
+constexpr bool IsSuperBlock(DType t) {
+  return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K || t == DType::kIQ4_XS;
+}
+constexpr int BlockCols(DType t) { return IsSuperBlock(t) ? 256 : 32; }
+
+// f.template operator()<I>() for I = 0 .. N-1, unrolled.
+template <int N, class F>
+inline void Unroll(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f.template operator()<I>(), ...); }(std::make_integer_sequence<int, N>{});
+}
 
 }  // namespace pagellm::kquant_packed

@@ -48,6 +48,12 @@ void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_be
                   const float* bias, float* y);
 void StripsAvx2(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
                 const float* bias, float* y);
+// Strips [s_begin, s_end) of w with one byte per weight (Q6_K's top bits and Q5's 5th bits
+// joined, IQ4 codes as table value + 128), [k / 4][16 rows][4] per strip (strip i at
+// i * 16 * w.k): the B layout of tdpbsud and the operand of one vpdpbusd per 4 columns. In a
+// buffer of the calling thread's, valid until its next call. AVX-512.
+const uint8_t* UnpackStripsAvx512(const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end);
+
 // The same on AMX tiles (kquant_packed_amx.cc), bit for bit StripsAvx512; x.q padded with
 // rows to a multiple of 16. model_tiles: on the software model of the tiles (amx_tiles.h),
 // for machines without AMX (tests); otherwise needs CpuSupportsAmxInt8().
