@@ -24,7 +24,9 @@ Row q8_0-inplace is q8_0 with PAGELLM_Q8_0_REPACK=0 (weights read in place from 
 the GEMV and the per-call-repacking GEMM that preceded the load-time repack); row q8_0-gemv
 also sets PAGELLM_Q8_0_GEMM=0 (every batch size on that GEMV, the path before any GEMM).
 Row bf16-inplace is bf16 with PAGELLM_BF16_REPACK=0 (the GEMV on the file's rows and oneDNN's
-packed copy, the path before the load-time bf16 repack). None of these has a llama.cpp column
+packed copy, the path before the load-time bf16 repack). Rows q4_k_m-vnni (PAGELLM_AMX=0: no
+AMX tiles for k-quant batches) and q4_k_m-tile-decode (PAGELLM_KQUANT_UNPACK=0) are q4_k_m's
+A/B rows. None of these has a llama.cpp column
 of its own (compare with q8_0's / bf16's).
 Every figure is the median of --runs runs (1 with --quick); the load average is recorded with
 each run. Prints a table with pagellm/llama.cpp ratios and the fraction of the ceiling:
@@ -66,6 +68,13 @@ ROWS = {
     # group 128) from the bf16 checkpoint; llama.cpp cannot read them, so no llama.cpp column:
     # compare their fraction of the ceiling (bytes = the checkpoint's safetensors) with q4_k_m's.
     **{t: {"model": t, "flags": [], "llama": [], "weight_bytes": t} for t in ("awq", "gptq")},
+    # A/B rows of the k-quant GEMM (compare with q4_k_m's own row): without the AMX tiles (the
+    # AVX-512 VNNI kernels; the same as q4_k_m where the CPU has no AMX), and with every tile
+    # decoding its records instead of the codes unpacked once per call.
+    "q4_k_m-vnni": {"model": "q4_k_m", "flags": [], "llama": [], "weight_bytes": "q4_k_m",
+                    "env": {"PAGELLM_AMX": "0"}},
+    "q4_k_m-tile-decode": {"model": "q4_k_m", "flags": [], "llama": [], "weight_bytes": "q4_k_m",
+                           "env": {"PAGELLM_KQUANT_UNPACK": "0"}},
 }
 # Rows whose GGUF is made by llama.cpp's quantizer from the F16 file.
 LLAMA_QUANTIZED = ("q4_k_m", "q5_k_m", "q6_k", "iq4_xs", "q4_0")
@@ -104,11 +113,12 @@ def prepare(args):
         ggufs[t] = os.path.join(args.work, f"{args.preset}-{t}.gguf")
         if not os.path.exists(ggufs[t]):
             sh([args.pagellm, "convert", hf, "--outtype", t, "--outfile", ggufs[t]])
-    for t in [t for t in LLAMA_QUANTIZED if t in only]:  # ~1 min each for qwen3-0.6b on an idle machine
+    models = {ROWS[r]["model"] for r in only}
+    for t in [t for t in LLAMA_QUANTIZED if t in models]:  # ~1 min each for qwen3-0.6b on an idle machine
         ggufs[t] = os.path.join(args.work, f"{args.preset}-{t}.gguf")
         if not os.path.exists(ggufs[t]):
             sh([sys.executable, os.path.join(ROOT, "tests", "parity", "llama_quantize.py"), ggufs["f16"], ggufs[t], t])
-    for t in [t for t in HF_PACKED if t in only]:
+    for t in [t for t in HF_PACKED if t in models]:
         fmt_name, extra = HF_PACKED[t]
         ggufs[t] = os.path.join(args.work, f"{args.preset}-{t}-g128")  # a checkpoint folder, not a GGUF
         if not os.path.exists(os.path.join(ggufs[t], "config.json")):
@@ -319,13 +329,14 @@ def print_table(table, ceil, args, runs):
     print(f"\nmedians of {runs} run(s); ceilings (the run's highest): read {ceil['read_gbps']} GB/s "
           f"(measured {', '.join(f'{g:.2f}' for g in ceil['read_gbps_measured'])}), "
           f"bf16 {ceil['bf16_gflops']} GFLOP/s, AMX {'yes' if ceil['amx'] else 'no'}")
-    print(f"{'row':9} {'case':30} {'pagellm':>9} {'load':>5}  {'llama.cpp (type: tok/s, pagellm/llama)':42} "
+    w = max([9] + [len(t["row"]) for t in table])
+    print(f"{'row':{w}} {'case':30} {'pagellm':>9} {'load':>5}  {'llama.cpp (type: tok/s, pagellm/llama)':42} "
           f"{'ceiling':>8} {'frac':>5}")
     for t in table:
         refs = ", ".join(f"{k}: {v:.2f} {t['pagellm'] / v:.2f}x" for k, v in t["llama"].items())
         cap = t["ceiling"]
         cap_s = f"{cap:8.1f} {t['pagellm'] / cap:5.2f}" if cap else f"{'-':>8} {'-':>5}"
-        print(f"{t['row']:9} {names[t['case']]:30} {t['pagellm']:9.2f} {t['load']:5.2f}  {refs:42} {cap_s}")
+        print(f"{t['row']:{w}} {names[t['case']]:30} {t['pagellm']:9.2f} {t['load']:5.2f}  {refs:42} {cap_s}")
 
 
 def print_taken(taken, args):
