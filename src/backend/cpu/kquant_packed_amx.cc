@@ -149,6 +149,13 @@ void TileAmx(Tiles& t, const PackedActs& x, const KQuantPackedWeight& w, const u
   }
 }
 
+// One set of (modelled) tiles per thread, whatever the type: ModelTiles holds 8 KB.
+template <class Tiles>
+Tiles& ThreadTiles() {
+  thread_local Tiles tiles;
+  return tiles;
+}
+
 template <class Tiles, DType kType>
 void StripsOf(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end, const float* bias,
               float* y) {
@@ -159,7 +166,7 @@ void StripsOf(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin,
     cfg.Set(kTileB + i, kUnit / 4, 64);
   }
   for (int i = 0; i < 4; ++i) cfg.Set(kTileC + i, kTileRows, 64);
-  thread_local Tiles tiles;
+  Tiles& tiles = ThreadTiles<Tiles>();
   tiles.Configure(cfg);
   // The item's strips unpacked once, read by every tile of activation rows.
   const uint8_t* codes = UnpackStripsAvx512(w, s_begin, s_end);
