@@ -146,10 +146,11 @@ CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
   }
   int8_avx512_ = options_.int8_isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
   // Options that pin the int8 kernels to AVX2 turn AMX off with them.
-  if (options_.amx_int8 && int8_avx512_ && !CpuSupportsAmxInt8()) {
+  const bool amx_usable = int8_avx512_ && CpuSupportsAmxInt8();
+  if (options_.amx_int8 && int8_avx512_ && !amx_usable) {
     PLOG_WARN("CpuBackend: AMX-INT8 requested but not usable here; using avx512-vnni");
   }
-  options_.amx_int8 = options_.amx_int8 && int8_avx512_ && CpuSupportsAmxInt8();
+  options_.amx_int8 = options_.amx_int8 && amx_usable;
   kquant_kernels_ = options_.amx_int8 ? KQuantKernels::kAmx : int8_avx512_ ? KQuantKernels::kAvx512 : KQuantKernels::kAvx2;
 }
 

@@ -547,29 +547,15 @@ void TileRow(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64
   for (; s < s_end; ++s) TileOf<MR, 1, false>(x, w, none, m0, s, bias, y);
 }
 
-// Tiles of up to 4 rows over strips [s_begin, s_end), every tile decoding its records.
-void RowsPacked(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end, const float* bias,
-                float* y) {
-  for (int64_t m0 = 0; m0 < x.num_rows; m0 += kMaxTileRows) {
-    switch (std::min<int64_t>(kMaxTileRows, x.num_rows - m0)) {
-      case 1: TileRow<1>(x, w, m0, s_begin, s_end, bias, y); break;
-      case 2: TileRow<2>(x, w, m0, s_begin, s_end, bias, y); break;
-      case 3: TileRow<3>(x, w, m0, s_begin, s_end, bias, y); break;
-      default: TileRow<kMaxTileRows>(x, w, m0, s_begin, s_end, bias, y); break;
-    }
-  }
-}
-
-// Every tile of rows over strips s .. s + NS, reading their unpacked codes c.
-template <int NS>
-void RowsUnpacked(const PackedActs& x, const KQuantPackedWeight& w, const Codes& c, int64_t s, const float* bias,
-                  float* y) {
-  for (int64_t m0 = 0; m0 < x.num_rows; m0 += kMaxTileRows) {
-    switch (std::min<int64_t>(kMaxTileRows, x.num_rows - m0)) {
-      case 1: TileOf<1, NS, true>(x, w, c, m0, s, bias, y); break;
-      case 2: TileOf<2, NS, true>(x, w, c, m0, s, bias, y); break;
-      case 3: TileOf<3, NS, true>(x, w, c, m0, s, bias, y); break;
-      default: TileOf<kMaxTileRows, NS, true>(x, w, c, m0, s, bias, y); break;
+// tile.template operator()<MR>(m0) for every tile of up to 4 activation rows, MR its rows.
+template <class Tile>
+void ForRowTiles(int64_t num_rows, const Tile& tile) {
+  for (int64_t m0 = 0; m0 < num_rows; m0 += kMaxTileRows) {
+    switch (std::min<int64_t>(kMaxTileRows, num_rows - m0)) {
+      case 1: tile.template operator()<1>(m0); break;
+      case 2: tile.template operator()<2>(m0); break;
+      case 3: tile.template operator()<3>(m0); break;
+      default: tile.template operator()<kMaxTileRows>(m0); break;
     }
   }
 }
@@ -625,15 +611,20 @@ const uint8_t* UnpackStripsAvx512(const KQuantPackedWeight& w, int64_t s_begin, 
 
 void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
                   const float* bias, float* y) {
-  if (!UnpackForGemm(w.dtype, x.num_rows)) return RowsPacked(x, w, s_begin, s_end, bias, y);
+  if (!UnpackForGemm(w.dtype, x.num_rows)) {
+    return ForRowTiles(x.num_rows, [&]<int MR>(int64_t m0) { TileRow<MR>(x, w, m0, s_begin, s_end, bias, y); });
+  }
   // A GEMM decodes each record once, into one byte per weight, instead of once per tile of
   // 4 rows: two strips at a time, which every tile of rows then reads from the L1 (32 KB
   // at k = 1024).
   const int64_t strip_bytes = kKQuantPackRows * w.k;
   for (int64_t s = s_begin; s < s_end; s += 2) {
     const Codes c{.first = UnpackStripsAvx512(w, s, std::min(s + 2, s_end)), .strip_bytes = strip_bytes};
-    if (s + 2 <= s_end) RowsUnpacked<2>(x, w, c, s, bias, y);
-    else RowsUnpacked<1>(x, w, c, s, bias, y);
+    if (s + 2 <= s_end) {
+      ForRowTiles(x.num_rows, [&]<int MR>(int64_t m0) { TileOf<MR, 2, true>(x, w, c, m0, s, bias, y); });
+    } else {
+      ForRowTiles(x.num_rows, [&]<int MR>(int64_t m0) { TileOf<MR, 1, true>(x, w, c, m0, s, bias, y); });
+    }
   }
 }
 
