@@ -7,7 +7,12 @@
 // quantization, the other thread's wake-up, the tail where one thread waits and the
 // memory pipe drains) take from the read rate.
 //
+// --rows M runs each call on M activation rows (a decode step of M sequences: the GEMM path
+// from 5 rows; PAGELLM_KQUANT_LOOKAHEAD=0 and PAGELLM_KQUANT_UNPACK=0 in alternating
+// processes give its A/B figures).
+//
 //   build/src/backend/decode_pass_bench [--type q4_K|q5_K|q6_K|iq4_xs|q4_0|q8_0|q4_k_m] [--layers 28] [--passes 20]
+//                                       [--rows 1]
 // q4_k_m mixes types as llama.cpp's Q4_K_M recipe does: Q4_K, with v and down in Q6_K in
 // every other layer (q|k|v then stacks across two types).
 // Prints ms per pass and GB/s of weight bytes for each arrangement, alternating them.
@@ -76,6 +81,7 @@ int main(int argc, char** argv) {
   DType dtype = DType::kQ4_K;
   bool q4_k_m = false;
   int layers = 28, passes = 20;
+  int64_t rows = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--type" && i + 1 < argc) {
@@ -87,6 +93,8 @@ int main(int argc, char** argv) {
               : t == "iq4_xs" ? DType::kIQ4_XS
                               : DType::kQ4_K;
       q4_k_m = t == "q4_k_m";
+    } else if (a == "--rows" && i + 1 < argc) {
+      rows = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--layers" && i + 1 < argc) {
       layers = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--passes" && i + 1 < argc) {
@@ -126,22 +134,22 @@ int main(int argc, char** argv) {
   }
   double bytes = 0;
   for (const Matrix& m : mats) bytes += static_cast<double>(DTypeBytes(m.dtype, m.n * m.k));
-  std::vector<float> x(static_cast<size_t>(inter), 0.25f), y(static_cast<size_t>(q + 2 * kv + 2 * inter));
-  float* const qkv_out[] = {y.data(), y.data() + q, y.data() + q + kv};
-  float* const gate_up_out[] = {y.data(), y.data() + inter};
+  std::vector<float> x(static_cast<size_t>(inter * rows), 0.25f), y(static_cast<size_t>((q + 2 * kv + 2 * inter) * rows));
+  float* const qkv_out[] = {y.data(), y.data() + q * rows, y.data() + (q + kv) * rows};
+  float* const gate_up_out[] = {y.data(), y.data() + inter * rows};
   auto separate = [&] {
     const double t0 = Now();
-    for (const Matrix& m : mats) be.Linear(*m.prepared, x.data(), 1, y.data());
+    for (const Matrix& m : mats) be.Linear(*m.prepared, x.data(), rows, y.data());
     return Now() - t0;
   };
   auto stacked = [&] {
     const double t0 = Now();
     for (int l = 0; l < layers; ++l) {
       const Matrix* lm = &mats[static_cast<size_t>(l) * 7];
-      be.LinearStacked(*qkv[static_cast<size_t>(l)], x.data(), 1, qkv_out);
-      be.Linear(*lm[3].prepared, x.data(), 1, y.data());
-      be.LinearStacked(*gate_up[static_cast<size_t>(l)], x.data(), 1, gate_up_out);
-      be.Linear(*lm[6].prepared, x.data(), 1, y.data());
+      be.LinearStacked(*qkv[static_cast<size_t>(l)], x.data(), rows, qkv_out);
+      be.Linear(*lm[3].prepared, x.data(), rows, y.data());
+      be.LinearStacked(*gate_up[static_cast<size_t>(l)], x.data(), rows, gate_up_out);
+      be.Linear(*lm[6].prepared, x.data(), rows, y.data());
     }
     return Now() - t0;
   };
@@ -156,9 +164,8 @@ int main(int argc, char** argv) {
   std::sort(ts.begin(), ts.end());
   std::sort(tf.begin(), tf.end());
   const double ms = ts[ts.size() / 2];
-  std::printf("%s, %d layers, %.1f MB of weights per pass, medians of %d alternating passes\n",
-              q4_k_m ? "q4_k_m" : DTypeName(dtype).data(),
-              layers, bytes / 1e6, passes);
+  std::printf("%s, %d layers, %ld rows, %.1f MB of weights per pass, medians of %d alternating passes\n",
+              q4_k_m ? "q4_k_m" : DTypeName(dtype).data(), layers, static_cast<long>(rows), bytes / 1e6, passes);
   std::printf("  separate (7 calls/layer): %.3f ms, %.1f GB/s\n", ms * 1e3, bytes / ms / 1e9);
   if (!can_stack) {
     std::printf("  stacked: not for %s (the backend stacks k-quant and repacked Q8_0 weights)\n", DTypeName(dtype).data());

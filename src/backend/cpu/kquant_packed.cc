@@ -3,6 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -193,6 +196,15 @@ void QuantizeActs(std::span<const DType> dtypes, const float* x, int64_t k, int6
   }
 }
 
+// PAGELLM_KQUANT_LOOKAHEAD=0 turns the GEMM's lookahead off (A/B runs; the same floats).
+bool LookaheadEnabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("PAGELLM_KQUANT_LOOKAHEAD");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return enabled;
+}
+
 int64_t RecordBytes(DType dtype) {
   switch (dtype) {
     case DType::kQ4_K: return kQ4_KPackBytes;
@@ -315,9 +327,9 @@ void RunKQuantPackedSections(std::span<const KQuantSection> sections, const floa
   }
   const bool model_tiles = kernels == KQuantKernels::kAmxModel;
   const auto strips = [&](const PackedActs& acts, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
-                          const float* bias, float* y) {
+                          const float* bias, float* y, const kquant_packed::Lookahead& next) {
     if (amx) return kquant_packed::StripsAmx(acts, w, s_begin, s_end, bias, y, model_tiles);
-    if (avx512) return kquant_packed::StripsAvx512(acts, w, s_begin, s_end, bias, y);
+    if (avx512) return kquant_packed::StripsAvx512(acts, w, s_begin, s_end, bias, y, next);
     kquant_packed::StripsAvx2(acts, w, s_begin, s_end, bias, y);
   };
   thread_local std::vector<int8_t> q;
@@ -346,26 +358,38 @@ void RunKQuantPackedSections(std::span<const KQuantSection> sections, const floa
     item_section.insert(item_section.end(), section_items.size(), static_cast<int32_t>(s));
   }
   const PartItem* item = items.data();
+  const bool lookahead = !gemv && avx512 && !amx && num_rows <= kquant_packed::kLookaheadRows && LookaheadEnabled();
   const int32_t* item_sec = item_section.data();
   const int64_t num_items = static_cast<int64_t>(items.size());
   const int64_t grain = gemv ? std::max<int64_t>(1, num_items / 64) : 1;
-  auto run_item = [&](int64_t i) {
+  // Item i, then (-1: none) the item the same thread runs next.
+  auto run_item = [&](int64_t i, int64_t next) {
     const KQuantSection& sec = sections[static_cast<size_t>(item_sec[i])];
     const LinearOutput& out = sec.outs[static_cast<size_t>(item[i].out)];
     const PackedActs acts{.q = acts_q, .d = acts_d, .aux = acts_aux[item_sec[i]], .num_rows = num_rows, .k = w0.k,
                           .nsb = w0.nsb, .ldy = out.n, .col0 = item[i].col0};
-    strips(acts, *sec.w, item[i].s_begin, item[i].s_end, sec.bias, out.y);
+    kquant_packed::Lookahead after{.on = lookahead};
+    if (next >= 0) {
+      after.w = sections[static_cast<size_t>(item_sec[next])].w;
+      after.s_begin = item[next].s_begin;
+      after.s_end = item[next].s_end;
+    }
+    strips(acts, *sec.w, item[i].s_begin, item[i].s_end, sec.bias, out.y, after);
   };
   const std::span<const DType> types(dtypes, static_cast<size_t>(num_sections));
   // As RunQ8_0Packed: the GEMM quantizes its rows inside the one parallel region.
   if (gemv) QuantizeActs(types, x, w0.k, 0, num_rows, acts_q, acts_d, acts_aux, avx512);
+  std::atomic<int64_t> claimed{0};  // ShareItemsClaimingAhead's
 #pragma omp parallel
   {
-    if (!gemv) {
+    if (gemv) {
+      ShareItems(num_items, /*gemv=*/true, grain, [&](int64_t i) { run_item(i, -1); });
+    } else {
 #pragma omp for schedule(static)
       for (int64_t m = 0; m < num_rows; ++m) QuantizeActs(types, x, w0.k, m, m + 1, acts_q, acts_d, acts_aux, avx512);
+      if (lookahead) ShareItemsClaimingAhead(num_items, claimed, run_item);
+      else ShareItems(num_items, /*gemv=*/false, grain, [&](int64_t i) { run_item(i, -1); });
     }
-    ShareItems(num_items, gemv, grain, run_item);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "backend/cpu/kquant_packed_kernels.h"
@@ -102,11 +103,33 @@ inline void UnpackedDots(const PackedActs& x, const uint8_t* const (&codes)[NS],
   }
 }
 
-// Where a tile's unpacked codes are: strip j of the tile at first + j * 16 k; null when the
-// tile decodes the packed records itself.
-struct Codes {
+// Prefetches RecordRuns a slice per Step(), so that `steps` calls cover them: the records a
+// thread reads next, spread over the tiles that compute from the cache meanwhile.
+class StreamPrefetch {
+ public:
+  StreamPrefetch(const RecordRuns& runs, int64_t steps)
+      : lines_(runs), lines_per_step_(lines_.max_lines() / std::max<int64_t>(steps, 1) + 1) {}
+  void Step() {
+    for (int64_t i = 0; i < lines_per_step_; ++i) {
+      const uint8_t* line = lines_.Next();
+      if (line == nullptr) return;
+      asm volatile("prefetcht0 %0" : : "m"(*line));  // asm: GCC drops prefetch-only loops (see PrefetchAhead)
+    }
+  }
+
+ private:
+  RecordLines lines_;
+  int64_t lines_per_step_;
+};
+
+// What a tile reads besides its activations and records: its unpacked codes (strip j of
+// the tile at first + j * 16 k; null when the tile decodes the packed records itself), and
+// `next`, the records to prefetch a slice of at each step instead of the tile's own ahead
+// (null: its own; only the first tile of rows over a strip reads them from memory).
+struct Sources {
   const uint8_t* first = nullptr;
   int64_t strip_bytes = 0;
+  StreamPrefetch* next = nullptr;
   template <int NS>
   void Block(int64_t block, const uint8_t* (&out)[NS]) const {
     for (int j = 0; j < NS; ++j) out[j] = first + j * strip_bytes + block * 512;
@@ -172,6 +195,15 @@ inline void PrefetchAhead(const uint8_t* const (&rec)[NS], int64_t begin, int64_
   }
 }
 
+// A tile's prefetch at one step (32 columns of its strips): a slice of src.next, or, where
+// the tile decodes records from memory, its own ahead.
+template <int NS, bool kUnpacked>
+inline void PrefetchStep(const Sources& src, const uint8_t* const (&rec)[NS], int64_t begin, int64_t end,
+                         int64_t ahead) {
+  if (src.next != nullptr) return src.next->Step();
+  if constexpr (!kUnpacked) PrefetchAhead<NS>(rec, begin, end, ahead);
+}
+
 // The 8 vpdpbusd of one 32-column block added into dot: code bytes at rec[j] + off (4 x 64),
 // h5[j] their 5th bits (kFifthBit only), xb the activations of the block's column 0.
 template <int MR, int NS, Nibbles kMode>
@@ -226,7 +258,7 @@ inline void BlockDots(const PackedActs& x, const uint8_t* const (&rec)[NS], int6
 
 // Q4_K, or Q5_K when kQ5 (the same record plus a plane of 5th bits).
 template <int MR, int NS, bool kQ5, bool kUnpacked>
-void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, const Codes& codes, int64_t m0, int64_t s0,
+void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, const Sources& codes, int64_t m0, int64_t s0,
               const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
@@ -241,12 +273,12 @@ void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, const Codes& cod
     for (int sub = 0; sub < 8; ++sub) {
       __m512i dot[MR][NS];
       Fill(dot, _mm512_setzero_si512());
+      PrefetchStep<NS, kUnpacked>(codes, rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
       if constexpr (kUnpacked) {
         const uint8_t* c[NS];
         codes.Block<NS>(sb * 8 + sub, c);
         UnpackedDots<MR, NS>(x, c, xb + sub * 32, 0, 8, dot);
       } else {
-        PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
         __m512i h5[NS];
         if constexpr (kQ5) {
           #pragma GCC unroll 4
@@ -289,7 +321,7 @@ void TileQ4_K(const PackedActs& x, const KQuantPackedWeight& w, const Codes& cod
 
 // One 32-column block of Q6_K (sub-blocks 2 blk, 2 blk + 1) into the int32 sums.
 template <int MR, int NS, bool kUnpacked>
-inline void BlockQ6_K(const PackedActs& x, const uint8_t* const (&rec)[NS], const Codes& codes, const int8_t* xb,
+inline void BlockQ6_K(const PackedActs& x, const uint8_t* const (&rec)[NS], const Sources& codes, const int8_t* xb,
                       int64_t m0, int64_t sb, int blk, __m512i (&isum)[MR][NS]) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512i dot_a[MR][NS], dot_b[MR][NS], ha[NS], hb[NS];
@@ -352,7 +384,7 @@ inline void BlockQ6_K(const PackedActs& x, const uint8_t* const (&rec)[NS], cons
 }
 
 template <int MR, int NS, bool kUnpacked>
-void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, const Codes& codes, int64_t m0, int64_t s0,
+void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, const Sources& codes, int64_t m0, int64_t s0,
               const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
@@ -365,7 +397,7 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, const Codes& cod
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int blk = 0; blk < 8; ++blk) {
-      if constexpr (!kUnpacked) PrefetchAhead<NS>(rec, blk * w.record_bytes / 8, (blk + 1) * w.record_bytes / 8, ahead);
+      PrefetchStep<NS, kUnpacked>(codes, rec, blk * w.record_bytes / 8, (blk + 1) * w.record_bytes / 8, ahead);
       BlockQ6_K<MR, NS, kUnpacked>(x, rec, codes, xb, m0, sb, blk, isum);
     }
     #pragma GCC unroll 4
@@ -386,7 +418,7 @@ void TileQ6_K(const PackedActs& x, const KQuantPackedWeight& w, const Codes& cod
 // value + 128), then one fp32 fma with d_w * d_x. Q4_1 / Q5_1: the dot of the raw codes
 // (from 0), its fma, then a second one adds sum(x) * (m_w * d_x).
 template <int MR, int NS, DType kType, bool kUnpacked>
-void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, const Codes& codes, int64_t m0, int64_t s0,
+void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, const Sources& codes, int64_t m0, int64_t s0,
                  const float* bias, float* y) {
   constexpr bool kAffine = Block32IsAffine(kType);
   constexpr int kShift = kType == DType::kQ4_0 ? 4 : kType == DType::kQ5_0 ? 3 : 0;
@@ -398,7 +430,7 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, const Codes& 
     #pragma GCC unroll 4
     for (int j = 0; j < NS; ++j) rec[j] = w.record(s0 + j, b);
     const int8_t* xb = x.q + m0 * x.k + b * 32;
-    if constexpr (!kUnpacked) PrefetchAhead<NS>(rec, 0, w.record_bytes, ahead);
+    PrefetchStep<NS, kUnpacked>(codes, rec, 0, w.record_bytes, ahead);
     __m512i dot[MR][NS], h5[NS];
     if constexpr (kType == DType::kQ4_Z) {  // -z * sum(x), z per row from the group's params
       __m512i z[NS];
@@ -462,7 +494,7 @@ void TileBlock32(const PackedActs& x, const KQuantPackedWeight& w, const Codes& 
 // IQ4_XS: table values + 128 (vpshufb) from -128 * the sub-block sums, signed sub-block
 // scales, one fp32 fma per super-block.
 template <int MR, int NS, bool kUnpacked>
-void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, const Codes& codes, int64_t m0, int64_t s0,
+void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, const Sources& codes, int64_t m0, int64_t s0,
                const float* bias, float* y) {
   __m512 acc[MR][NS];
   Fill(acc, _mm512_setzero_ps());
@@ -475,7 +507,7 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, const Codes& co
     __m512i isum[MR][NS];
     Fill(isum, _mm512_setzero_si512());
     for (int sub = 0; sub < 8; ++sub) {
-      if constexpr (!kUnpacked) PrefetchAhead<NS>(rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
+      PrefetchStep<NS, kUnpacked>(codes, rec, sub * w.record_bytes / 8, (sub + 1) * w.record_bytes / 8, ahead);
       __m512i dot[MR][NS];
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
@@ -513,7 +545,7 @@ void TileIq4Xs(const PackedActs& x, const KQuantPackedWeight& w, const Codes& co
 
 // One tile of NS strips of w's type.
 template <int MR, int NS, bool kU>
-void TileOf(const PackedActs& x, const KQuantPackedWeight& w, const Codes& c, int64_t m0, int64_t s, const float* bias,
+void TileOf(const PackedActs& x, const KQuantPackedWeight& w, const Sources& c, int64_t m0, int64_t s, const float* bias,
             float* y) {
   switch (w.dtype) {
     case DType::kQ4_K: return TileQ4_K<MR, NS, false, kU>(x, w, c, m0, s, bias, y);
@@ -538,13 +570,16 @@ void TileOf(const PackedActs& x, const KQuantPackedWeight& w, const Codes& c, in
 // registers). A 0.6B model's linears in Q4_K_M, 2-core Zen 5, in-process A/B: 16 rows
 // 9 % less time, 64 rows 9 %, 512 rows 6 %.
 template <int MR>
-void TileRow(const PackedActs& x, const KQuantPackedWeight& w, int64_t m0, int64_t s_begin, int64_t s_end,
-             const float* bias, float* y) {
-  constexpr int kNs = MR == 1 ? 4 : 2;
-  const Codes none;
+constexpr int TileRowStrips() {
+  return MR == 1 ? 4 : 2;
+}
+template <int MR>
+void TileRow(const PackedActs& x, const KQuantPackedWeight& w, const Sources& src, int64_t m0, int64_t s_begin,
+             int64_t s_end, const float* bias, float* y) {
+  constexpr int kNs = TileRowStrips<MR>();
   int64_t s = s_begin;
-  for (; s + kNs <= s_end; s += kNs) TileOf<MR, kNs, false>(x, w, none, m0, s, bias, y);
-  for (; s < s_end; ++s) TileOf<MR, 1, false>(x, w, none, m0, s, bias, y);
+  for (; s + kNs <= s_end; s += kNs) TileOf<MR, kNs, false>(x, w, src, m0, s, bias, y);
+  for (; s < s_end; ++s) TileOf<MR, 1, false>(x, w, src, m0, s, bias, y);
 }
 
 // tile.template operator()<MR>(m0) for every tile of up to 4 activation rows, MR its rows.
@@ -610,17 +645,40 @@ const uint8_t* UnpackStripsAvx512(const KQuantPackedWeight& w, int64_t s_begin, 
 }
 
 void StripsAvx512(const PackedActs& x, const KQuantPackedWeight& w, int64_t s_begin, int64_t s_end,
-                  const float* bias, float* y) {
+                  const float* bias, float* y, const Lookahead& next) {
+  const bool lookahead = next.on && next.w != nullptr;
+  const int64_t row_tiles = (x.num_rows + kMaxTileRows - 1) / kMaxTileRows;
+  const int64_t steps_per_tile = w.k / 32;  // PrefetchStep calls of one tile over all of k
   if (!UnpackForGemm(w.dtype, x.num_rows)) {
-    return ForRowTiles(x.num_rows, [&]<int MR>(int64_t m0) { TileRow<MR>(x, w, m0, s_begin, s_end, bias, y); });
+    // The first tile of rows reads the item's records from memory (prefetching its own
+    // ahead); the others read them from the cache and prefetch the next item's meanwhile.
+    const int64_t tiles_per_row = (s_end - s_begin + 1) / 2;
+    std::optional<StreamPrefetch> ahead;
+    if (lookahead && row_tiles > 1) {
+      ahead.emplace(StripRecords(*next.w, next.s_begin, next.s_end), (row_tiles - 1) * tiles_per_row * steps_per_tile);
+    }
+    return ForRowTiles(x.num_rows, [&]<int MR>(int64_t m0) {
+      const Sources src{.next = m0 > 0 && ahead ? &*ahead : nullptr};
+      TileRow<MR>(x, w, src, m0, s_begin, s_end, bias, y);
+    });
   }
   // A GEMM decodes each record once, into one byte per weight, instead of once per tile of
   // 4 rows: two strips at a time, which every tile of rows then reads from the L1 (32 KB
-  // at k = 1024).
+  // at k = 1024), prefetching the records of the two strips it unpacks next.
   const int64_t strip_bytes = kKQuantPackRows * w.k;
   for (int64_t s = s_begin; s < s_end; s += 2) {
-    const Codes c{.first = UnpackStripsAvx512(w, s, std::min(s + 2, s_end)), .strip_bytes = strip_bytes};
-    if (s + 2 <= s_end) {
+    const int64_t e = std::min(s + 2, s_end);
+    std::optional<StreamPrefetch> ahead;
+    if (next.on) {
+      if (e < s_end) {
+        ahead.emplace(StripRecords(w, e, std::min(e + 2, s_end)), row_tiles * steps_per_tile);
+      } else if (next.w != nullptr) {
+        ahead.emplace(StripRecords(*next.w, next.s_begin, std::min(next.s_begin + 2, next.s_end)),
+                      row_tiles * steps_per_tile);
+      }
+    }
+    const Sources c{.first = UnpackStripsAvx512(w, s, e), .strip_bytes = strip_bytes, .next = ahead ? &*ahead : nullptr};
+    if (e - s == 2) {
       ForRowTiles(x.num_rows, [&]<int MR>(int64_t m0) { TileOf<MR, 2, true>(x, w, c, m0, s, bias, y); });
     } else {
       ForRowTiles(x.num_rows, [&]<int MR>(int64_t m0) { TileOf<MR, 1, true>(x, w, c, m0, s, bias, y); });

@@ -8,9 +8,11 @@
 #include "backend/cpu/kquant_packed.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "backend/cpu/int8_gemv.h"  // CpuSupportsAvx512Vnni
 #include "backend/cpu/kernel_test_data.h"
 #include "backend/cpu/kquant_packed_kernels.h"
+#include "backend/cpu/linear_output.h"
 #include "backend/cpu/packed_rows.h"
 #include "backend/int8_quant.h"
 #include "backend/kquant_gemm.h"
@@ -99,7 +102,8 @@ TEST_P(KQuantPacked, KernelsEqualScalarReferenceBitForBit) {
   for (int64_t m : {1, 2, 3, 4, 5, 7, 9})
     for (int64_t n : {1, 15, 16, 17, 40, 67})
       for (int64_t k : {256, 512}) cases.push_back({m, n, k});
-  for (Case c : std::vector<Case>{{1, 1024, 1024}, {2, 300, 3072}, {4, 129, 1024}, {16, 100, 1024}, {33, 48, 256}}) {
+  for (Case c : std::vector<Case>{{1, 1024, 1024}, {2, 300, 3072}, {4, 129, 1024}, {16, 100, 1024}, {33, 48, 256},
+                                  {24, 1000, 512}, {64, 150, 256}}) {
     cases.push_back(c);
   }
   if (DTypeBlockSize(dtype) == 32) {  // rows of 1 and 3 blocks
@@ -446,6 +450,72 @@ TEST(KQuantPackedEmbedding, TiedTableRowsComeFromThePackedCopy) {
   ExpectBitEqual(got, want, "embedding rows after the view was overwritten");
   lm_head->reset();
   EXPECT_FALSE(be.EmbeddingReadsPreparedCopy(view));
+}
+
+// The GEMM's lookahead prefetches StripRecords' lines: they are the strips' records (in the
+// first strip's group of 4), every line of them, and nothing else.
+TEST(KQuantLookahead, StripRecordsAreTheStripsRecordLines) {
+  for (DType dtype : {DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kQ5_1}) {
+    const int64_t n = 16 * 7 - 3, k = 512;  // 7 strips: groups of 4 and 3
+    const std::vector<uint8_t> w = RandomBlocks(dtype, n, k, 7);
+    const auto p = KQuantPackedWeight::Pack(dtype, w.data(), n, k);
+    ASSERT_NE(p, nullptr);
+    const auto line_of = [](const uint8_t* a) { return reinterpret_cast<uintptr_t>(a) / 64; };
+    for (int64_t a = 0; a < p->num_strips; ++a) {
+      for (int64_t b = a + 1; b <= p->num_strips; ++b) {
+        const int64_t group_end = std::min(p->num_strips, (a / kKQuantGroupStrips + 1) * kKQuantGroupStrips);
+        std::vector<uintptr_t> want;
+        for (int64_t s = a; s < std::min(b, group_end); ++s) {
+          for (int64_t sb = 0; sb < p->nsb; ++sb) {
+            const uint8_t* r = p->record(s, sb);
+            for (uintptr_t l = line_of(r); l <= line_of(r + p->record_bytes - 1); ++l) want.push_back(l);
+          }
+        }
+        std::vector<uintptr_t> got;
+        kquant_packed::RecordLines lines(kquant_packed::StripRecords(*p, a, b));
+        for (const uint8_t* l = lines.Next(); l != nullptr; l = lines.Next()) {
+          EXPECT_EQ(reinterpret_cast<uintptr_t>(l) % 64, 0u);
+          got.push_back(line_of(l));
+        }
+        EXPECT_LE(static_cast<int64_t>(got.size()), lines.max_lines());
+        std::sort(want.begin(), want.end());
+        want.erase(std::unique(want.begin(), want.end()), want.end());
+        std::sort(got.begin(), got.end());
+        got.erase(std::unique(got.begin(), got.end()), got.end());
+        EXPECT_EQ(got, want) << DTypeName(dtype) << " strips [" << a << ", " << b << ")";
+      }
+    }
+    kquant_packed::RecordLines none(kquant_packed::StripRecords(*p, 3, 3));
+    EXPECT_EQ(none.Next(), nullptr);
+  }
+}
+
+// ShareItemsClaimingAhead runs every item once, and the `next` it names is the item that
+// same thread runs next (-1 for its last).
+TEST(KQuantLookahead, ClaimingAheadRunsEveryItemOnceAndNamesTheThreadsNext) {
+  for (int64_t num_items : {0, 1, 2, 5, 97}) {
+    std::vector<int> runs(static_cast<size_t>(num_items), 0);
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> by_thread(4);
+    std::atomic<int64_t> claimed{0};
+#pragma omp parallel num_threads(4)
+    {
+      auto& mine = by_thread[static_cast<size_t>(omp_get_thread_num())];
+      ShareItemsClaimingAhead(num_items, claimed, [&](int64_t i, int64_t next) {
+#pragma omp atomic
+        ++runs[static_cast<size_t>(i)];
+        mine.emplace_back(i, next);
+      });
+    }
+    for (int64_t i = 0; i < num_items; ++i) EXPECT_EQ(runs[static_cast<size_t>(i)], 1) << "item " << i;
+    for (const auto& mine : by_thread) {
+      for (size_t j = 0; j < mine.size(); ++j) {
+        EXPECT_EQ(mine[j].second, j + 1 < mine.size() ? mine[j + 1].first : -1) << num_items << " items";
+        if (j > 0) {
+          EXPECT_GT(mine[j].first, mine[j - 1].first);
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KQuantPacked, ::testing::Values(DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS, DType::kQ4_0, DType::kQ5_0,

@@ -6,6 +6,7 @@
 //   // items[i]: strips [s_begin, s_end) of outs[out], whose column 0 is w's column col0
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -50,6 +51,20 @@ void ShareItems(int64_t num_items, bool gemv, int64_t grain, const RunItem& run_
   } else {
 #pragma omp for schedule(dynamic, 1) nowait
     for (int64_t i = 0; i < num_items; ++i) run_item(i);
+  }
+}
+
+// Inside a parallel region: run_item(i, next) for every item, shared over the team as
+// dynamic one-at-a-time scheduling would, except that each thread claims its next item
+// before it runs the current one and tells run_item which it is (next = -1: none), so the
+// current item's work can prefetch the next one's data. `claimed` starts at 0, shared.
+template <typename RunItem>
+void ShareItemsClaimingAhead(int64_t num_items, std::atomic<int64_t>& claimed, const RunItem& run_item) {
+  int64_t i = claimed.fetch_add(1, std::memory_order_relaxed);
+  while (i < num_items) {
+    const int64_t next = claimed.fetch_add(1, std::memory_order_relaxed);
+    run_item(i, next < num_items ? next : -1);
+    i = next;
   }
 }
 
