@@ -94,7 +94,8 @@ std::vector<std::vector<float>> RunPrompt(QwenModel& model, const std::vector<in
     done += n;
     const std::vector<int32_t> qsl = {0, n}, lens = {done};
     ForwardInput in{.token_ids = ids, .positions = pos, .slot_mapping = slots, .query_start_loc = qsl,
-                    .seq_lens = lens, .block_tables = table, .max_blocks_per_seq = max_blocks, .logits_indices = rows};
+                    .seq_lens = lens, .block_tables = table, .max_blocks_per_seq = max_blocks, .logits_indices = rows,
+                    .state_slots = {}};
     std::vector<float> logits(rows.size() * static_cast<size_t>(vocab));
     Status st = model.Forward(in, **kv, logits.data());
     EXPECT_TRUE(st.ok()) << st;

@@ -119,7 +119,8 @@ std::vector<std::vector<std::vector<float>>> RunSteps(QwenModel& model, const st
       owners.push_back(s);
     }
     ForwardInput in{.token_ids = ids, .positions = pos, .slot_mapping = slots, .query_start_loc = qsl,
-                    .seq_lens = lens, .block_tables = table, .max_blocks_per_seq = max_blocks, .logits_indices = rows};
+                    .seq_lens = lens, .block_tables = table, .max_blocks_per_seq = max_blocks, .logits_indices = rows,
+                    .state_slots = {}};
     std::vector<float> logits(rows.size() * vocab);
     Status st = model.Forward(in, **kv, logits.data());
     EXPECT_TRUE(st.ok()) << st;
@@ -231,7 +232,8 @@ TEST(QwenModel, RejectsBadInput) {
   std::vector<int64_t> slots = {20, 21, 22};
   std::vector<float> logits(512);
   ForwardInput good{.token_ids = ids, .positions = pos, .slot_mapping = slots, .query_start_loc = qsl,
-                    .seq_lens = lens, .block_tables = table, .max_blocks_per_seq = 2, .logits_indices = rows};
+                    .seq_lens = lens, .block_tables = table, .max_blocks_per_seq = 2, .logits_indices = rows,
+                    .state_slots = {}};
   EXPECT_TRUE((*model)->Forward(good, **kv, logits.data()).ok());
   auto expect_bad = [&](ForwardInput in, const char* what) {
     Status st = (*model)->Forward(in, **kv, logits.data());
