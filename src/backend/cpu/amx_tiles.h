@@ -52,10 +52,20 @@ static_assert(sizeof(TileConfig) == 64);
 
 // The hardware. DpBsud takes C in tiles 4-7, A in 0-1 and B in 2-3 (the k-quant kernels'
 // assignment); other operand sets fail to compile.
+// GCC 12's _tile_loadd and _tile_loadconfig are asm statements that do not tell the compiler
+// they read memory (no memory operand for the tile's rows, 8 of the config's 64 bytes): the
+// compiler barrier before each keeps stores to what they read (the activations, the unpacked
+// codes, the config) from being moved past them or dropped, should they ever be written in
+// the same function (LTO, a local buffer). _tile_stored has a memory clobber.
 struct AmxTiles {
-  void Configure(const TileConfig& cfg) { _tile_loadconfig(&cfg); }
+  void Configure(const TileConfig& cfg) {
+    asm volatile("" ::: "memory");
+    _tile_loadconfig(&cfg);
+  }
   template <int T>
   void Load(const void* p, int64_t stride) {
+    static_assert(T >= 0 && T < kAmxTiles);
+    asm volatile("" ::: "memory");
 #define PAGELLM_AMX_LOAD(t) \
   if constexpr (T == t) _tile_loadd(t, p, stride);
     PAGELLM_AMX_EACH_TILE(PAGELLM_AMX_LOAD)
@@ -63,6 +73,7 @@ struct AmxTiles {
   }
   template <int T>
   void Zero() {
+    static_assert(T >= 0 && T < kAmxTiles);
 #define PAGELLM_AMX_ZERO(t) \
   if constexpr (T == t) _tile_zero(t);
     PAGELLM_AMX_EACH_TILE(PAGELLM_AMX_ZERO)
@@ -80,6 +91,7 @@ struct AmxTiles {
   }
   template <int T>
   void Store(void* p, int64_t stride) {
+    static_assert(T >= 0 && T < kAmxTiles);
 #define PAGELLM_AMX_STORE(t) \
   if constexpr (T == t) _tile_stored(t, p, stride);
     PAGELLM_AMX_EACH_TILE(PAGELLM_AMX_STORE)
@@ -90,15 +102,24 @@ struct AmxTiles {
 };
 
 // The same operations on 8 tiles in memory. PAGELLM_CHECKs stand where the hardware
-// faults (#UD on shapes that do not chain, rows past the configuration).
+// faults (#GP on a configuration ldtilecfg refuses, #UD on shapes that do not chain, rows
+// past the configuration). As on the hardware, a configuration or a release zeroes every
+// tile, so no kernel can pass here by reading a tile's data across them.
 class ModelTiles {
  public:
   void Configure(const TileConfig& cfg) {
-    PAGELLM_CHECK(cfg.palette == 1);
-    for (int t = 0; t < kAmxTiles; ++t) {
+    PAGELLM_CHECK(cfg.palette == 1 && cfg.start_row == 0);
+    for (uint8_t b : cfg.reserved) PAGELLM_CHECK(b == 0);
+    for (int t = 0; t < 16; ++t) {
+      const bool used = cfg.rows[t] != 0 || cfg.colsb[t] != 0;
+      if (!used) continue;
+      PAGELLM_CHECK(t < kAmxTiles && cfg.rows[t] != 0 && cfg.colsb[t] != 0);  // both set or neither
       PAGELLM_CHECK(cfg.rows[t] <= kAmxMaxRows && cfg.colsb[t] <= kAmxMaxRowBytes);
+    }
+    for (int t = 0; t < kAmxTiles; ++t) {
       tiles_[t].rows = cfg.rows[t];
       tiles_[t].colsb = cfg.colsb[t];
+      std::memset(tiles_[t].data, 0, sizeof(tiles_[t].data));
     }
     configured_ = true;
   }
@@ -134,7 +155,10 @@ class ModelTiles {
     const Tile& t = Configured(T);
     for (int r = 0; r < t.rows; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, t.data[r], t.colsb);
   }
-  void Release() { configured_ = false; }
+  void Release() {
+    for (Tile& t : tiles_) std::memset(t.data, 0, sizeof(t.data));
+    configured_ = false;
+  }
 
  private:
   struct Tile {
@@ -142,7 +166,7 @@ class ModelTiles {
     uint8_t data[kAmxMaxRows][kAmxMaxRowBytes];
   };
   Tile& Configured(int t) {
-    PAGELLM_CHECK(configured_ && tiles_[t].rows > 0 && tiles_[t].colsb > 0);
+    PAGELLM_CHECK(t >= 0 && t < kAmxTiles && configured_ && tiles_[t].rows > 0 && tiles_[t].colsb > 0);
     return tiles_[t];
   }
   Tile tiles_[kAmxTiles];

@@ -118,6 +118,50 @@ TEST(ModelTilesDeathTest, ShapesThatDoNotChainStop) {
   EXPECT_DEATH(unconfigured(), "");
 }
 
+// Where ldtilecfg raises #GP the model stops too: reserved bytes, a start row, a tile with
+// rows but no bytes (or the reverse), tiles 8-15 of palette 1.
+TEST(ModelTilesDeathTest, ConfigurationsLdtilecfgRefusesStop) {
+  const auto configure = [](TileConfig cfg) {
+    ModelTiles t;
+    t.Configure(cfg);
+  };
+  TileConfig good;
+  good.Set(0, 16, 64);
+  configure(good);  // accepted
+  TileConfig reserved = good, start_row = good, rows_only = good, bytes_only = good, ninth = good;
+  reserved.reserved[3] = 1;
+  start_row.start_row = 2;
+  rows_only.rows[5] = 4;
+  bytes_only.colsb[5] = 16;
+  ninth.Set(8, 16, 64);
+  EXPECT_DEATH(configure(reserved), "");
+  EXPECT_DEATH(configure(start_row), "");
+  EXPECT_DEATH(configure(rows_only), "");
+  EXPECT_DEATH(configure(bytes_only), "");
+  EXPECT_DEATH(configure(ninth), "");
+}
+
+// As the hardware, a new configuration (and a release) zeroes the tiles: a kernel cannot
+// pass on the model by reading a tile's data across one.
+TEST(ModelTiles, ConfigureAndReleaseZeroTheTiles) {
+  TileConfig cfg;
+  cfg.Set(0, 16, 64);
+  cfg.Set(4, 16, 64);
+  std::vector<uint8_t> ones(16 * 64, 1), out(16 * 64, 7);
+  ModelTiles t;
+  t.Configure(cfg);
+  t.Load<0>(ones.data(), 64);
+  t.Configure(cfg);
+  t.Store<0>(out.data(), 64);
+  EXPECT_EQ(out, std::vector<uint8_t>(16 * 64, 0));
+  t.Load<0>(ones.data(), 64);
+  t.Release();
+  t.Configure(cfg);
+  std::fill(out.begin(), out.end(), 7);
+  t.Store<0>(out.data(), 64);
+  EXPECT_EQ(out, std::vector<uint8_t>(16 * 64, 0));
+}
+
 TEST(AmxTiles, HardwareEqualsTheModel) {
   if (!CpuSupportsAmxInt8()) {
     GTEST_SKIP() << "this CPU (or OS) has no AMX-INT8: the model alone is tested here";

@@ -145,8 +145,10 @@ CpuBackend::CpuBackend(CpuBackendOptions options) : options_(options) {
     options_.isa = CpuIsa::kAvx2;
   }
   int8_avx512_ = options_.int8_isa == CpuIsa::kAvx512 && CpuSupportsAvx512Vnni();
-  // Options that pin the int8 kernels to AVX2 turn AMX off with them.
-  const bool amx_usable = int8_avx512_ && CpuSupportsAmxInt8();
+  // Options that pin the int8 kernels to AVX2 turn AMX off with them. Only a backend that
+  // wants AMX asks Linux for the tile state (CpuSupportsAmxInt8's arch_prctl): once granted,
+  // every signal frame of the process grows by 8 KB and a smaller sigaltstack fails.
+  const bool amx_usable = options_.amx_int8 && int8_avx512_ && CpuSupportsAmxInt8();
   if (options_.amx_int8 && int8_avx512_ && !amx_usable) {
     PLOG_WARN("CpuBackend: AMX-INT8 requested but not usable here; using avx512-vnni");
   }

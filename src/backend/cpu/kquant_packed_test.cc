@@ -103,7 +103,7 @@ TEST_P(KQuantPacked, KernelsEqualScalarReferenceBitForBit) {
     for (int64_t n : {1, 15, 16, 17, 40, 67})
       for (int64_t k : {256, 512}) cases.push_back({m, n, k});
   for (Case c : std::vector<Case>{{1, 1024, 1024}, {2, 300, 3072}, {4, 129, 1024}, {16, 100, 1024}, {33, 48, 256},
-                                  {24, 1000, 512}, {64, 150, 256}}) {
+                                  {24, 1000, 512}, {64, 150, 256}, {7, 40, 2048}, {16, 70, 4096}, {50, 40, 3072}}) {
     cases.push_back(c);
   }
   if (DTypeBlockSize(dtype) == 32) {  // rows of 1 and 3 blocks
