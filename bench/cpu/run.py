@@ -30,8 +30,10 @@ A/B rows. None of these has a llama.cpp column
 of its own (compare with q8_0's / bf16's).
 Every figure is the median of --runs runs (1 with --quick); the load average is recorded with
 each run. Prints a table with pagellm/llama.cpp ratios and the fraction of the ceiling:
-decode/batch/ctx vs read bandwidth / bytes read per step (weights, plus KV for ctx),
-prefill vs the vdpbf16ps peak (bf16 rows). Not a test: nothing asserts a time.
+decode/ctx vs read bandwidth / bytes read per step (weights, plus KV for ctx); batch vs the
+lower of that x 16 and the compute peak / multiply-adds per token; prefill vs the compute
+peak: vdpbf16ps for bf16 rows, vpdpbusd for int8 and k-quant rows (without AMX). Not a test:
+nothing asserts a time.
 """
 import argparse
 import json
@@ -141,7 +143,21 @@ def model_bytes(hf, ggufs):
             **{t: os.path.getsize(ggufs[t]) for t in LLAMA_QUANTIZED if t in ggufs},
             **{t: safetensors_bytes(ggufs[t]) for t in HF_PACKED if t in ggufs},
             "kv_per_token": kv_per_token, "params": bf16 / 2,
-            "embed_params": c["vocab_size"] * c["hidden_size"]}
+            "embed_params": c["vocab_size"] * c["hidden_size"],
+            "tied": bool(c.get("tie_word_embeddings", False))}
+
+
+# Rows whose batches and prefill run on vpdpbusd (int8 activations x int8 or packed 4-6 bit
+# weights): their compute ceiling is the VNNI peak (ceilings.c), where the CPU has no AMX.
+VNNI_ROWS = {"int8", "q8_0", "q8_0-inplace", "q8_0-gemv", *LLAMA_QUANTIZED, *HF_PACKED, "q4_k_m-vnni",
+             "q4_k_m-tile-decode"}
+
+
+def macs_per_token(b, lm_head):
+    """Multiply-adds of one token through the linears: every layer's weights, and the lm_head's
+    when lm_head (a decode step's every row; a prefill computes it for the last row only)."""
+    layers = b["params"] - b["embed_params"] * (1 if b["tied"] else 2)
+    return layers + (b["embed_params"] if lm_head else 0)
 
 
 def pagellm_run(args, model, flags, num_prompts, input_len, output_len, seed, env=None):
@@ -214,14 +230,20 @@ def ceiling(case, row, b, ceil, ctx_len):
     weights = b[ROWS[row]["weight_bytes"]]
     if case == "decode":
         return bw / weights
-    if case == "batch":
-        return 16 * bw / weights
+    # Compute: the vdpbf16ps peak for bf16 rows, the vpdpbusd peak for int8 and k-quant rows
+    # (None where it does not apply, e.g. with AMX, whose peak ceilings.c does not measure).
+    if row == "bf16" and ceil["bf16_gflops"] > 0:
+        peak = ceil["bf16_gflops"] * 1e9 / 2
+    elif row in VNNI_ROWS and ceil.get("vnni_gmacs", 0) > 0 and not ceil["amx"]:
+        peak = ceil["vnni_gmacs"] * 1e9
+    else:
+        peak = None
+    if case == "batch":  # bound by the read or by the arithmetic of 16 rows, whichever is lower
+        memory = 16 * bw / weights
+        return min(memory, peak / macs_per_token(b, lm_head=True)) if peak else memory
     if case == "ctx":
         return bw / (weights + ctx_len * b["kv_per_token"])
-    if row == "bf16" and ceil["bf16_gflops"] > 0:  # prefill: lm_head runs for one row only
-        flops_per_token = 2 * (b["params"] - b["embed_params"])
-        return ceil["bf16_gflops"] * 1e9 / flops_per_token
-    return None
+    return peak / macs_per_token(b, lm_head=False) if peak else None
 
 
 def run_case(args, row, case, models, ggufs, runs, log, suffix=""):
@@ -311,7 +333,7 @@ def main():
             pg, pg_load, refs = run_case(args, row, case, models, ggufs, runs, log)
             table.append({"row": row, "case": case, "pagellm": pg, "load": pg_load, "llama": refs})
     measure_ceilings()  # and once after the last
-    ceil = {k: max(c[k] for c in measured) for k in ("read_gbps", "triad_gbps", "bf16_gflops", "amx")}
+    ceil = {k: max(c.get(k, 0) for c in measured) for k in ("read_gbps", "triad_gbps", "bf16_gflops", "vnni_gmacs", "amx")}
     ceil["read_gbps_measured"] = [c["read_gbps"] for c in measured]
     for t in table:
         t["ceiling"] = ceiling(t["case"], t["row"], b, ceil, args.ctx_len)
@@ -328,7 +350,8 @@ def print_table(table, ceil, args, runs):
              "batch": f"16 seqs x {args.batch_len} (output tok/s)", "ctx": f"decode at {args.ctx_len} ctx (tok/s)"}
     print(f"\nmedians of {runs} run(s); ceilings (the run's highest): read {ceil['read_gbps']} GB/s "
           f"(measured {', '.join(f'{g:.2f}' for g in ceil['read_gbps_measured'])}), "
-          f"bf16 {ceil['bf16_gflops']} GFLOP/s, AMX {'yes' if ceil['amx'] else 'no'}")
+          f"bf16 {ceil['bf16_gflops']} GFLOP/s, vpdpbusd {ceil['vnni_gmacs']} G int8 MAC/s, "
+          f"AMX {'yes' if ceil['amx'] else 'no'}")
     w = max([9] + [len(t["row"]) for t in table])
     print(f"{'row':{w}} {'case':30} {'pagellm':>9} {'load':>5}  {'llama.cpp (type: tok/s, pagellm/llama)':42} "
           f"{'ceiling':>8} {'frac':>5}")
