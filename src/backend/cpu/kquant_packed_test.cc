@@ -21,7 +21,7 @@
 #include "backend/cpu/int8_gemv.h"  // CpuSupportsAvx512Vnni
 #include "backend/cpu/kernel_test_data.h"
 #include "backend/cpu/kquant_packed_kernels.h"
-#include "backend/cpu/linear_output.h"
+#include "backend/cpu/share_items.h"
 #include "backend/cpu/packed_rows.h"
 #include "backend/int8_quant.h"
 #include "backend/kquant_gemm.h"

@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <omp.h>
@@ -9,6 +10,7 @@
 
 #include "backend/cpu/avx2_math.h"
 #include "backend/cpu/paged_attention_cpu.h"
+#include "backend/cpu/share_items.h"
 
 namespace pagellm {
 namespace {

@@ -4,12 +4,14 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <omp.h>
 #include <vector>
 
 #include "backend/cpu/paged_attention_cpu.h"
+#include "backend/cpu/share_items.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
