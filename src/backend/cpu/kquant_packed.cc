@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <string_view>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
