@@ -87,6 +87,12 @@ StatusOr<RopeTable> BuildRopeTable(const RopeParams& p) {
   if (p.max_positions <= 0) {
     return InvalidArgumentError(fmt::format("rope table needs max_positions > 0, got {}", p.max_positions));
   }
+  if (p.max_positions > kMaxRopePositions) {
+    return InvalidArgumentError(fmt::format(
+        "the model's positions (max_position_embeddings, times the rope scaling factor where scaled) come to {}, "
+        "past the {} a RoPE table is built for",
+        p.max_positions, kMaxRopePositions));
+  }
   RopeTable t;
   PAGELLM_ASSIGN_OR_RETURN(t.inv_freq, ComputeRopeInvFreq(p));
   t.rotary_dim = p.rotary_dim;

@@ -57,6 +57,11 @@ StatusOr<std::vector<float>> ComputeRopeInvFreq(const RopeParams& params);
 // 1 except for yarn: attention_factor, or 0.1 * ln(factor) + 1 when factor > 1.
 float RopeAttentionScaling(const RopeParams& params);
 
+// The most positions a table is built for: 16x the longest Qwen context (Qwen2.5-1M's
+// 1,010,000); at rotary dim 128 the table then takes 8 GiB. A config past it is refused
+// rather than failing an allocation.
+inline constexpr int64_t kMaxRopePositions = int64_t{1} << 24;
+
 StatusOr<RopeTable> BuildRopeTable(const RopeParams& params);
 
 }  // namespace pagellm

@@ -95,6 +95,11 @@ TEST(RopeTable, RejectsBadParams) {
   EXPECT_FALSE(BuildRopeTable({.rotary_dim = 8, .max_positions = 0}).ok());
   EXPECT_FALSE(BuildRopeTable({.rotary_dim = 8, .scaling = RopeScalingKind::kYarn, .factor = 4,
                                .max_positions = 4}).ok());  // no original_max_positions
+  // Refused before the table is allocated (2^40 positions would fail the allocation).
+  auto huge = BuildRopeTable({.rotary_dim = 128, .max_positions = int64_t{1} << 40});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("1099511627776"), std::string::npos) << huge.status();
+  EXPECT_TRUE(BuildRopeTable({.rotary_dim = 8, .max_positions = 4}).ok());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -153,8 +154,10 @@ Status ParseSizes(const Json& json, ModelConfig& c) {
   }
   PAGELLM_ASSIGN_OR_RETURN(auto max_pos, GetInt(json, "max_position_embeddings"));
   c.max_position_embeddings = max_pos.value_or(c.max_position_embeddings);
-  if (c.max_position_embeddings <= 0) {
-    return InvalidArgumentError("config key 'max_position_embeddings' must be positive");
+  // Positions, max_model_len and token counts are int32 in the engine.
+  if (c.max_position_embeddings <= 0 || c.max_position_embeddings > std::numeric_limits<int32_t>::max()) {
+    return InvalidArgumentError(fmt::format("config key 'max_position_embeddings' must be in [1, {}], got {}",
+                                            std::numeric_limits<int32_t>::max(), c.max_position_embeddings));
   }
   return OkStatus();
 }

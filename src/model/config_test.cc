@@ -201,6 +201,7 @@ TEST(ConfigTest, BadValuesNameTheKey) {
       {"eos_token_id", 999999, "'eos_token_id'"},
       {"rope_scaling", Json{{"type", "longrope"}, {"factor", 2.0}}, "'longrope'"},
       {"rope_scaling", Json{{"type", "yarn"}}, "'rope_scaling.factor'"},
+      {"max_position_embeddings", int64_t{4294967297}, "'max_position_embeddings' must be in [1, 2147483647]"},
   };
   for (const Case& c : cases) {
     Json j = Qwen3Json();

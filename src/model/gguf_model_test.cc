@@ -3,6 +3,7 @@
 // (exactly for f32/bf16/f16; within Q8_0's per-block bound for q8_0), clear errors on
 // malformed files. Cross-engine checks live in tests/parity (llama.cpp) and tests/gguf.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -194,6 +195,28 @@ TEST(GgufModelTest, MalformedFilesFailWithAMessage) {
   }
   EXPECT_TRUE(IsGgufPath(path));
   EXPECT_FALSE(IsGgufPath(TinyDir("qwen2-tiny")));
+}
+
+// A block_count no checkpoint could hold (a corrupt or hostile file) fails with a message
+// naming it, before anything is sized by it.
+TEST(GgufModelTest, ImpossibleBlockCountFailsWithAMessage) {
+  std::string bytes = ReadFileToString(Convert("qwen2-tiny", GgmlType::kF16)).value();
+  const std::string key = "qwen2.block_count";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  uint32_t type = 0;
+  std::memcpy(&type, bytes.data() + at + key.size(), 4);
+  ASSERT_EQ(type, 4u);  // GGUF uint32
+  const uint32_t huge = 4294967295u;
+  std::memcpy(bytes.data() + at + key.size() + 4, &huge, 4);
+  std::string bad = ::testing::TempDir() + "/block_count.gguf";
+  ASSERT_TRUE(WriteStringToFile(bad, bytes).ok());
+  LoadOptions options;
+  options.model_path = bad;
+  auto model = LoadModel(options);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("4294967295 decoder layers"), std::string::npos) << model.status();
+  std::remove(bad.c_str());
 }
 
 TEST(GgufModelTest, UnsupportedArchitectureIsUnimplemented) {

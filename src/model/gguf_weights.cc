@@ -68,6 +68,7 @@ Status DequantizeInto(const GgufTensorInfo& info, const TensorView& dst) {
 }  // namespace
 
 StatusOr<ModelWeights> BindGgufWeights(const ModelConfig& config, const TensorSource& source, bool with_mtp) {
+  PAGELLM_RETURN_IF_ERROR(CheckLayerCount(config, source.Names().size()));
   ModelWeights w;
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   std::vector<WeightSpec> specs = ListWeightSpecs(config);

@@ -93,6 +93,7 @@ void WarnAboutExtras(const TensorSource& source, const std::set<std::string>& us
 
 StatusOr<ModelWeights> BindWeights(const ModelConfig& config, const TensorSource& source,
                                    std::optional<DType> mixed_float_dtype, bool with_mtp) {
+  PAGELLM_RETURN_IF_ERROR(CheckLayerCount(config, source.Names().size()));
   ModelWeights w;
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   std::set<std::string> used;

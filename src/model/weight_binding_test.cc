@@ -91,6 +91,17 @@ TEST(WeightBindingTest, MissingTensorIsNamed) {
   EXPECT_NE(w.status().message().find("[8]"), std::string::npos);
 }
 
+// A corrupt layer count is an error naming it, not an allocation of 2^32 layers.
+TEST(WeightBindingTest, ImpossibleLayerCountIsAnError) {
+  ModelConfig config = SmallConfig("qwen3", false);
+  auto full = FullStore(config, DType::kBF16);
+  config.num_hidden_layers = 4294967295;
+  auto w = BindWeights(config, *full);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(w.status().message().find("4294967295 decoder layers"), std::string::npos) << w.status();
+}
+
 TEST(WeightBindingTest, WrongShapeShowsBothShapes) {
   ModelConfig config = SmallConfig("qwen2", true);
   auto store = FullStore(config, DType::kBF16);

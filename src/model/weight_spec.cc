@@ -109,6 +109,14 @@ void AppendLayer(const ModelConfig& c, int64_t l, std::vector<WeightSpec>& specs
 
 }  // namespace
 
+Status CheckLayerCount(const ModelConfig& config, size_t num_tensors) {
+  if (config.num_hidden_layers <= static_cast<int64_t>(num_tensors)) return OkStatus();
+  return InvalidArgumentError(fmt::format(
+      "the config has {} decoder layers (num_hidden_layers, block_count in a GGUF) but the checkpoint holds only {} "
+      "tensors",
+      config.num_hidden_layers, num_tensors));
+}
+
 std::vector<WeightSpec> ListWeightSpecs(const ModelConfig& c) {
   std::vector<WeightSpec> specs;
   specs.push_back({c.weight_prefix + "embed_tokens.weight", {c.vocab_size, c.hidden_size}, WeightRole::kEmbedding, -1, -1, ""});

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -66,6 +67,12 @@ struct WeightSpec {
 // Every tensor a checkpoint of `config` must contain, in module order (embedding,
 // layers 0..L-1, final norm, lm_head).
 std::vector<WeightSpec> ListWeightSpecs(const ModelConfig& config);
+
+// OK when a checkpoint of `num_tensors` tensors can hold config's decoder layers (each has
+// several); else an error naming both. The binders check it before anything is sized by the
+// layer count: a corrupt block_count of 4294967295 used to end the process in a failed
+// allocation instead of an error.
+Status CheckLayerCount(const ModelConfig& config, size_t num_tensors);
 
 // The multi-token-prediction tensors of `config` (mtp.fc, the two pre-fc norms,
 // mtp.layers.N.* as a full-attention layer with the model's MLP or MoE, mtp.norm); empty

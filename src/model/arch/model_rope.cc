@@ -24,8 +24,10 @@ RopeParams MakeRopeParams(const ModelConfig& c) {
   }
   if (p.scaling != RopeScalingKind::kNone) {
     // Scaled RoPE exists to run past the trained length: cover orig * factor too.
-    p.max_positions = std::max<int64_t>(p.max_positions,
-                                        static_cast<int64_t>(static_cast<double>(p.original_max_positions) * p.factor));
+    // In double, kept within int64 (a factor of 1e30 must not overflow the cast): a table
+    // this long is refused by BuildRopeTable, naming the count.
+    const double scaled = std::min(static_cast<double>(p.original_max_positions) * p.factor, 1e18);
+    p.max_positions = std::max<int64_t>(p.max_positions, static_cast<int64_t>(scaled));
   }
   return p;
 }
