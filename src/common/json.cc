@@ -10,7 +10,7 @@ StatusOr<Json> ParseJson(std::string_view text, std::string_view what) {
   if (parsed.is_discarded()) {
     // Re-parse with exceptions only to recover nlohmann's position message.
     try {
-      (void)Json::parse(text);
+      [[maybe_unused]] const Json again = Json::parse(text);  // throws: the input failed above
     } catch (const Json::parse_error& e) {
       return InvalidArgumentError(fmt::format("invalid JSON in {}: {}", what, e.what()));
     }

@@ -121,7 +121,7 @@ TEST(ModelTilesDeathTest, ShapesThatDoNotChainStop) {
 // Where ldtilecfg raises #GP the model stops too: reserved bytes, a start row, a tile with
 // rows but no bytes (or the reverse), tiles 8-15 of palette 1.
 TEST(ModelTilesDeathTest, ConfigurationsLdtilecfgRefusesStop) {
-  const auto configure = [](TileConfig cfg) {
+  const auto configure = [](const TileConfig& cfg) {
     ModelTiles t;
     t.Configure(cfg);
   };
