@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -217,6 +219,134 @@ TEST(GgufModelTest, ImpossibleBlockCountFailsWithAMessage) {
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("4294967295 decoder layers"), std::string::npos) << model.status();
   std::remove(bad.c_str());
+}
+
+// Where a GGUF's scalar metadata values and tensor-info fields sit, found by walking the
+// file as the format defines it (a test's own walker, independent of GgufFile).
+struct GgufLayout {
+  struct Scalar {
+    std::string key;
+    uint32_t type = 0;
+    size_t at = 0;
+  };
+  struct Info {
+    uint32_t n_dims = 0;
+    size_t dims_at = 0, type_at = 0, offset_at = 0;
+  };
+  std::vector<Scalar> scalars;  // the model's keys, not tokenizer.*
+  std::vector<Info> infos;
+};
+
+GgufLayout WalkGguf(const std::string& b) {
+  GgufLayout layout;
+  size_t o = 8;
+  const auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, b.data() + at, 4); return v; };
+  const auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, b.data() + at, 8); return v; };
+  const uint64_t n_tensors = u64(o), n_kv = u64(o + 8);
+  o += 16;
+  const auto skip_string = [&](size_t at) { return at + 8 + u64(at); };
+  const auto scalar_bytes = [](uint32_t t) -> size_t {
+    switch (t) {
+      case 0: case 1: case 7: return 1;
+      case 2: case 3: return 2;
+      case 4: case 5: case 6: return 4;
+      default: return 8;  // 10, 11, 12
+    }
+  };
+  std::function<size_t(uint32_t, size_t)> skip_value = [&](uint32_t t, size_t at) -> size_t {
+    if (t == 8) return skip_string(at);
+    if (t == 9) {
+      const uint32_t et = u32(at);
+      const uint64_t n = u64(at + 4);
+      at += 12;
+      for (uint64_t i = 0; i < n; ++i) at = skip_value(et, at);
+      return at;
+    }
+    return at + scalar_bytes(t);
+  };
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    const std::string key = b.substr(o + 8, u64(o));
+    o = skip_string(o);
+    const uint32_t t = u32(o);
+    o += 4;
+    if (t != 8 && t != 9 && key.rfind("tokenizer.", 0) != 0) layout.scalars.push_back({key, t, o});
+    o = skip_value(t, o);
+  }
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    o = skip_string(o);
+    GgufLayout::Info info;
+    info.n_dims = u32(o);
+    info.dims_at = o + 4;
+    info.type_at = info.dims_at + 8 * info.n_dims;
+    info.offset_at = info.type_at + 4;
+    o = info.offset_at + 8;
+    layout.infos.push_back(info);
+  }
+  return layout;
+}
+
+// Each scalar of the model's metadata, and each tensor info's type, dims and offset, set to
+// extreme values one at a time: every load either succeeds or fails with a message naming
+// the file; none ends the process (a block_count of 4294967295 once did, in an allocation).
+TEST(GgufModelTest, MutatedMetadataAndTensorInfosFailWithAMessage) {
+  const std::string good = ReadFileToString(Convert("qwen2-tiny", GgmlType::kF16)).value();
+  const GgufLayout layout = WalkGguf(good);
+  ASSERT_GE(layout.scalars.size(), 8u);
+  ASSERT_GE(layout.infos.size(), 10u);
+  const std::string path = ::testing::TempDir() + "/mutated.gguf";
+  ASSERT_TRUE(WriteStringToFile(path, good).ok());
+  int failed = 0, loaded = 0;
+  // Patches the bytes in place and puts them back after the load: the file is written once.
+  const auto patch = [&](size_t at, const void* value, size_t size) {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fseek(f, static_cast<long>(at), SEEK_SET), 0);
+    ASSERT_EQ(std::fwrite(value, 1, size, f), size);
+    ASSERT_EQ(std::fclose(f), 0);
+  };
+  const auto try_load = [&](size_t at, const void* value, size_t size, const std::string& what) {
+    patch(at, value, size);
+    LoadOptions options;
+    options.model_path = path;
+    auto model = LoadModel(options);
+    patch(at, good.data() + at, size);
+    if (model.ok()) {
+      ++loaded;
+      return;
+    }
+    ++failed;
+    EXPECT_NE(model.status().message().find("mutated.gguf"), std::string::npos) << what << ": " << model.status();
+  };
+  for (const GgufLayout::Scalar& s : layout.scalars) {
+    if (s.type == 6 || s.type == 12) {  // float32 / float64
+      for (double v : {0.0, -1.0, 1e30, std::nan(""), std::numeric_limits<double>::infinity()}) {
+        if (s.type == 6) {
+          const float f = static_cast<float>(v);
+          try_load(s.at, &f, 4, s.key);
+        } else {
+          try_load(s.at, &v, 8, s.key);
+        }
+      }
+      continue;
+    }
+    for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{3}, uint64_t{0x7FFFFFFF}, ~uint64_t{0}}) {
+      const size_t size = s.type == 0 || s.type == 1 || s.type == 7 ? 1 : s.type == 2 || s.type == 3 ? 2
+                          : s.type == 4 || s.type == 5                ? 4 : 8;
+      try_load(s.at, &v, size, s.key);  // little-endian: the low bytes of v
+    }
+  }
+  for (size_t i : {size_t{0}, size_t{1}, layout.infos.size() / 2, layout.infos.size() - 1}) {
+    const GgufLayout::Info& info = layout.infos[i];
+    for (uint32_t type : {2u, 8u, 12u, 14u, 23u, 39u, 99u, 0x80000000u}) try_load(info.type_at, &type, 4, "type");
+    for (uint64_t dim : {uint64_t{0}, uint64_t{255}, uint64_t{1} << 33, uint64_t{1} << 63}) {
+      try_load(info.dims_at, &dim, 8, "dim");
+    }
+    for (uint64_t offset : {uint64_t{1}, uint64_t{1} << 40, uint64_t{good.size()}}) {
+      try_load(info.offset_at, &offset, 8, "offset");
+    }
+  }
+  EXPECT_GT(failed, 50) << loaded << " loaded";
+  std::remove(path.c_str());
 }
 
 TEST(GgufModelTest, UnsupportedArchitectureIsUnimplemented) {
