@@ -227,7 +227,7 @@ struct GgufLayout {
   struct Scalar {
     std::string key;
     uint32_t type = 0;
-    size_t at = 0;
+    size_t at = 0, bytes = 0;
   };
   struct Info {
     uint32_t n_dims = 0;
@@ -269,7 +269,7 @@ GgufLayout WalkGguf(const std::string& b) {
     o = skip_string(o);
     const uint32_t t = u32(o);
     o += 4;
-    if (t != 8 && t != 9 && key.rfind("tokenizer.", 0) != 0) layout.scalars.push_back({key, t, o});
+    if (t != 8 && t != 9 && key.rfind("tokenizer.", 0) != 0) layout.scalars.push_back({key, t, o, scalar_bytes(t)});
     o = skip_value(t, o);
   }
   for (uint64_t i = 0; i < n_tensors; ++i) {
@@ -330,9 +330,7 @@ TEST(GgufModelTest, MutatedMetadataAndTensorInfosFailWithAMessage) {
       continue;
     }
     for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{3}, uint64_t{0x7FFFFFFF}, ~uint64_t{0}}) {
-      const size_t size = s.type == 0 || s.type == 1 || s.type == 7 ? 1 : s.type == 2 || s.type == 3 ? 2
-                          : s.type == 4 || s.type == 5                ? 4 : 8;
-      try_load(s.at, &v, size, s.key);  // little-endian: the low bytes of v
+      try_load(s.at, &v, s.bytes, s.key);  // little-endian: the low bytes of v
     }
   }
   for (size_t i : {size_t{0}, size_t{1}, layout.infos.size() / 2, layout.infos.size() - 1}) {
